@@ -1,0 +1,196 @@
+"""The `citedocs` command line: a thin adapter over citedocs.service."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from . import config
+from .eval.cases import CaseFileError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Cited answers from your docs, or an honest refusal.")
+console = Console()
+err = Console(stderr=True)
+
+CorpusOpt = Annotated[str, typer.Option("--corpus", "-c", help="Corpus name.", envvar="CITEDOCS_CORPUS")]
+
+
+def fail(message: str, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+def _services():
+    from .service import Services
+
+    return Services.open()
+
+
+def _run_ingest(source: Path, corpus: str, base_url: str) -> None:
+    from .ingest.pipeline import IngestError
+
+    services = _services()
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
+    ) as progress:
+        tasks: dict[str, int] = {}
+
+        def report(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = progress.add_task({"parse": "parsing files", "embed": "embedding chunks"}[phase], total=total)
+            progress.update(tasks[phase], completed=done, total=total)
+
+        try:
+            result = services.ingest(source, corpus, base_url, report)
+        except IngestError as exc:
+            fail(str(exc))
+    for skipped in result.skipped:
+        kept = " (previous version kept)" if skipped.kept_previous else ""
+        err.print(f"[yellow]skipped[/] {skipped.path}: {skipped.reason}{kept}")
+    console.print(
+        f"corpus [bold]{corpus}[/] version {result.version}: {result.files_seen} files "
+        f"({result.files_parsed} parsed, {len(result.skipped)} skipped); chunks: {result.added} added, "
+        f"{result.changed} changed, {result.removed} removed, {result.unchanged} unchanged "
+        f"in {result.seconds:.1f}s"
+    )
+
+
+@app.command()
+def ingest(
+    source: Annotated[Path, typer.Argument(help="Folder of .md/.mdx files.")],
+    corpus: CorpusOpt = config.ASTRO_CORPUS_NAME,
+    base_url: Annotated[str, typer.Option(help="Public URL the folder is served under.")] = config.ASTRO_BASE_URL,
+) -> None:
+    """Index a docs folder (incremental: only changed chunks are re-embedded)."""
+    _run_ingest(source, corpus, base_url)
+
+
+def _print_hits(result, as_json: bool) -> None:
+    if as_json:
+        rows = [
+            {
+                "id": h.chunk.id,
+                "score": h.score,
+                "title": h.chunk.title,
+                "section": h.chunk.section,
+                "url": h.chunk.url,
+                "snippet": h.chunk.text[:300],
+                "stages": h.stages.__dict__,
+            }
+            for h in result.hits
+        ]
+        print(json.dumps({"query": result.query, "hits": rows, "stage_ms": result.stage_ms}, indent=2))
+        return
+    for n, hit in enumerate(result.hits, start=1):
+        chunk = hit.chunk
+        console.print(f"[bold]{n}. {chunk.id}[/]  score {hit.score:.3f}")
+        console.print(f"   {chunk.title} › {chunk.section}")
+        console.print(f"   [link={chunk.url}]{chunk.url}[/link]")
+        snippet = " ".join(chunk.text.split())[:200]
+        console.print(f"   [dim]{snippet}…[/]", highlight=False)
+    timings = ", ".join(f"{k} {v:.0f} ms" for k, v in result.stage_ms.items())
+    console.print(f"[dim]{timings}[/]")
+
+
+@app.command()
+def search(
+    question: Annotated[str, typer.Argument(help="What you are looking for.")],
+    corpus: CorpusOpt = config.ASTRO_CORPUS_NAME,
+    k: Annotated[int, typer.Option("--k", min=1, max=50, help="How many chunks.")] = 8,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Hybrid search (BM25 + dense, fused, reranked) over an indexed corpus."""
+    from .service import EmptyQuestion, UnknownCorpus
+
+    try:
+        result = _services().search(question, corpus, k)
+    except (EmptyQuestion, UnknownCorpus) as exc:
+        fail(str(exc))
+    _print_hits(result, as_json)
+
+
+RETRIEVAL_MODES = {
+    "bm25": ("bm25", False),
+    "dense": ("dense", False),
+    "hybrid": ("hybrid", False),
+    "hybrid+rerank": ("hybrid", True),
+}
+
+
+@app.command("eval-retrieval")
+def eval_retrieval(
+    cases: Annotated[Path, typer.Argument(help="JSONL case file.")],
+    corpus: CorpusOpt = config.ASTRO_CORPUS_NAME,
+    modes: Annotated[str, typer.Option(help="Comma-separated: bm25,dense,hybrid,hybrid+rerank.")] = "hybrid+rerank",
+    json_out: Annotated[Optional[Path], typer.Option(help="Write per-case rows and summaries here.")] = None,
+) -> None:
+    """Recall@1/5/8, MRR and nDCG@8 on the answerable cases of a case file."""
+    from .eval.cases import load_cases
+    from .eval.retrieval import score_case, summarize_by_bucket
+    from .retrieve.hybrid import RetrievalConfig
+    from .retrieve.rewrite import standalone_query_fallback
+    from .service import UnknownCorpus
+
+    wanted = [m.strip() for m in modes.split(",") if m.strip()]
+    unknown = [m for m in wanted if m not in RETRIEVAL_MODES]
+    if unknown or not wanted:
+        fail(f"unknown mode(s) {unknown}; choose from {', '.join(RETRIEVAL_MODES)}")
+    try:
+        answerable = [c for c in load_cases(cases) if c.answerable]
+        services = _services()
+        info = services.corpus(corpus)
+    except (CaseFileError, UnknownCorpus) as exc:
+        fail(str(exc))
+    report: dict[str, dict] = {}
+    table = Table(title=f"retrieval on {len(answerable)} answerable cases ({cases.name})")
+    for column in ("mode", "R@1", "R@5", "R@8", "anchor R@8", "MRR", "nDCG@8"):
+        table.add_column(column)
+    for mode in wanted:
+        retrieval_mode, rerank = RETRIEVAL_MODES[mode]
+        settings = RetrievalConfig(mode=retrieval_mode, rerank=rerank)
+        rows = []
+        for case in answerable:
+            query = standalone_query_fallback(case.question, case.history)
+            result = services.retriever.retrieve(info.name, info.version, query, 8, settings)
+            rows.append(score_case(case, [h.chunk for h in result.hits]))
+        summary = summarize_by_bucket(rows)
+        report[mode] = {"summary": summary, "rows": [r.__dict__ for r in rows]}
+        s = summary["all"]
+        table.add_row(
+            mode,
+            *(f"{s['recall_page'][k]:.3f}" for k in ("@1", "@5", "@8")),
+            f"{s['recall_anchor']['@8']:.3f}",
+            f"{s['mrr']:.3f}",
+            f"{s['ndcg8']:.3f}",
+        )
+    console.print(table)
+    if json_out:
+        json_out.write_text(json.dumps(report, indent=2))
+        console.print(f"wrote {json_out}")
+
+
+@app.command()
+def demo(
+    question: Annotated[str, typer.Argument()] = "How do I load a different .env file for staging builds?",
+) -> None:
+    """Index the bundled Astro docs (incremental) and answer one search."""
+    source = config.bundled_astro_docs()
+    if not source.is_dir():
+        fail(f"bundled Astro docs not found at {source}; set CITEDOCS_ASTRO_DOCS to the docs folder")
+    _run_ingest(source, config.ASTRO_CORPUS_NAME, config.ASTRO_BASE_URL)
+    console.rule(question)
+    _print_hits(_services().search(question, config.ASTRO_CORPUS_NAME, 5), as_json=False)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

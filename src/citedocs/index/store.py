@@ -1,0 +1,69 @@
+"""The storage interface every index backend implements.
+
+It is deliberately narrow (corpora, documents, chunks with vectors, lexical search, traces) so
+that a PostgreSQL + pgvector backend can sit behind it next to the embedded SQLite default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from ..types import Chunk, ChunkId
+
+
+@dataclass(frozen=True)
+class CorpusInfo:
+    name: str
+    base_url: str
+    source_dir: str
+    version: str  # hash over admitted chunk ids + content hashes
+    pipeline: str  # chunker version + embedding model; a change forces a full rebuild
+    chunk_count: int
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    path: str
+    file_hash: str
+    chunk_ids: tuple[ChunkId, ...]
+
+
+@dataclass
+class IngestChanges:
+    """Everything one ingest run writes; applied in a single transaction."""
+
+    corpus: CorpusInfo
+    upsert_chunks: list[tuple[Chunk, np.ndarray]] = field(default_factory=list)
+    delete_chunk_ids: list[ChunkId] = field(default_factory=list)
+    upsert_documents: list[DocumentRecord] = field(default_factory=list)
+    delete_document_paths: list[str] = field(default_factory=list)
+
+
+class Store(Protocol):
+    def list_corpora(self) -> list[CorpusInfo]: ...
+
+    def get_corpus(self, name: str) -> CorpusInfo | None: ...
+
+    def documents(self, corpus: str) -> dict[str, DocumentRecord]: ...
+
+    def chunk_hashes(self, corpus: str) -> dict[ChunkId, str]: ...
+
+    def apply_ingest(self, changes: IngestChanges) -> None: ...
+
+    def get_chunks(self, corpus: str, ids: list[ChunkId]) -> list[Chunk]: ...
+
+    def lexical_search(self, corpus: str, terms: list[str], limit: int) -> list[tuple[ChunkId, float]]: ...
+
+    def vectors(self, corpus: str) -> tuple[list[ChunkId], np.ndarray]: ...
+
+    def save_trace(self, trace_id: str, corpus: str, created_at: str, payload: dict) -> None: ...
+
+    def get_trace(self, trace_id: str) -> dict | None: ...
+
+    def save_feedback(self, trace_id: str, verdict: str, comment: str | None, created_at: str) -> None: ...
+
+    def close(self) -> None: ...

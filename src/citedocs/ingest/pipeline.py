@@ -1,0 +1,174 @@
+"""Incremental, crash-safe ingestion of a folder of docs into a named corpus."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from ..encoders import BiEncoder
+from ..index.store import CorpusInfo, DocumentRecord, IngestChanges, Store
+from ..types import Chunk, ChunkId, content_hash
+from .chunker import CHUNKER_VERSION, DocumentError, chunk_document
+
+DOC_SUFFIXES = (".md", ".mdx", ".markdown")
+
+
+class IngestError(ValueError):
+    """The whole run cannot proceed (bad folder, bad arguments); nothing was written."""
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    path: str
+    reason: str
+    kept_previous: bool  # the last good version of this file stays searchable
+
+
+@dataclass
+class IngestReport:
+    corpus: str
+    files_seen: int = 0
+    files_parsed: int = 0
+    added: int = 0
+    changed: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    skipped: list[SkippedFile] = field(default_factory=list)
+    version: str = ""
+    seconds: float = 0.0
+
+
+ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)
+
+
+def _decode(path: Path, data: bytes) -> str:
+    if b"\x00" in data[:8192]:
+        raise DocumentError("binary file (contains NUL bytes), not Markdown")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DocumentError(f"not valid UTF-8 (byte {exc.start}); re-save the file as UTF-8") from exc
+
+
+def corpus_version(hashes: dict[ChunkId, str]) -> str:
+    return content_hash(*(f"{cid}={h}" for cid, h in sorted(hashes.items())))
+
+
+def find_documents(source_dir: Path) -> list[Path]:
+    if not source_dir.exists():
+        raise IngestError(f"folder not found: {source_dir}. Pass the folder that holds your .md/.mdx files.")
+    if not source_dir.is_dir():
+        raise IngestError(f"not a folder: {source_dir}. Pass the folder that holds your .md/.mdx files.")
+    files = sorted(p for p in source_dir.rglob("*") if p.is_file() and p.suffix.lower() in DOC_SUFFIXES)
+    if not files:
+        raise IngestError(
+            f"no Markdown files (*.md, *.mdx) under {source_dir}; nothing was changed. "
+            "Check the path, or point --corpus at a different folder."
+        )
+    return files
+
+
+def ingest_corpus(
+    store: Store,
+    encoder: BiEncoder,
+    source_dir: Path,
+    corpus: str,
+    base_url: str,
+    progress: ProgressFn | None = None,
+) -> IngestReport:
+    """Parse changed files, embed changed chunks, then write everything in one transaction."""
+    started = datetime.now(timezone.utc)
+    if not corpus or not corpus.replace("-", "").replace("_", "").isalnum():
+        raise IngestError(f"invalid corpus name {corpus!r}: use letters, digits, '-' or '_'")
+    if not base_url.startswith(("http://", "https://")):
+        raise IngestError(f"--base-url must be an http(s) URL, got {base_url!r}")
+    files = find_documents(source_dir)
+    pipeline = f"chunker-{CHUNKER_VERSION}+{encoder.name}"
+    previous = store.get_corpus(corpus)
+    rebuild = previous is None or previous.pipeline != pipeline or previous.base_url != base_url
+    old_docs = {} if rebuild else store.documents(corpus)
+    old_hashes = {} if rebuild else store.chunk_hashes(corpus)
+
+    report = IngestReport(corpus=corpus, files_seen=len(files))
+    new_docs: dict[str, DocumentRecord] = {}
+    fresh_chunks: dict[ChunkId, Chunk] = {}
+    kept_ids: set[ChunkId] = set()
+    for n, path in enumerate(files, start=1):
+        rel = path.relative_to(source_dir).as_posix()
+        data = path.read_bytes()
+        file_hash = hashlib.sha256(data).hexdigest()[:16]
+        old = old_docs.get(rel)
+        if old and old.file_hash == file_hash:
+            new_docs[rel] = old
+            kept_ids.update(old.chunk_ids)
+        else:
+            try:
+                parsed = chunk_document(rel, _decode(path, data), base_url)
+                clash = [c.id for c in parsed.chunks if c.id in fresh_chunks]
+                if clash:
+                    raise DocumentError(f"its chunk ids clash with another file's (e.g. {clash[0]})")
+            except DocumentError as exc:
+                report.skipped.append(SkippedFile(rel, str(exc), kept_previous=old is not None))
+                if old:  # keep serving the last good version rather than losing it
+                    new_docs[rel] = old
+                    kept_ids.update(old.chunk_ids)
+            else:
+                report.files_parsed += 1
+                fresh_chunks.update((c.id, c) for c in parsed.chunks)
+                new_docs[rel] = DocumentRecord(rel, file_hash, tuple(c.id for c in parsed.chunks))
+        if progress:
+            progress("parse", n, len(files))
+
+    kept_ids -= fresh_chunks.keys()
+    to_embed = [c for c in fresh_chunks.values() if old_hashes.get(c.id) != c.hash]
+    report.added = sum(1 for c in to_embed if c.id not in old_hashes)
+    report.changed = len(to_embed) - report.added
+    report.unchanged = len(kept_ids) + len(fresh_chunks) - len(to_embed)
+    new_ids = kept_ids | fresh_chunks.keys()
+    removed = [cid for cid in old_hashes if cid not in new_ids]
+    report.removed = len(removed)
+
+    vectors = _embed(encoder, to_embed, progress)
+    hashes = {cid: old_hashes[cid] for cid in kept_ids} | {c.id: c.hash for c in fresh_chunks.values()}
+    report.version = corpus_version(hashes)
+    changes = IngestChanges(
+        corpus=CorpusInfo(
+            name=corpus,
+            base_url=base_url,
+            source_dir=str(source_dir.resolve()),
+            version=report.version,
+            pipeline=pipeline,
+            chunk_count=len(hashes),
+            updated_at=started.isoformat(timespec="seconds"),
+        ),
+        upsert_chunks=list(zip(to_embed, vectors)),
+        delete_chunk_ids=removed if not rebuild else _all_ids_of(store, corpus, previous),
+        upsert_documents=[d for p, d in new_docs.items() if old_docs.get(p) != d],
+        delete_document_paths=[p for p in (store.documents(corpus) if rebuild else old_docs) if p not in new_docs],
+    )
+    store.apply_ingest(changes)
+    report.seconds = (datetime.now(timezone.utc) - started).total_seconds()
+    return report
+
+
+def _all_ids_of(store: Store, corpus: str, previous: CorpusInfo | None) -> list[ChunkId]:
+    return list(store.chunk_hashes(corpus)) if previous else []
+
+
+def _embed(encoder: BiEncoder, chunks: list[Chunk], progress: ProgressFn | None) -> list[np.ndarray]:
+    """Embed in length-sorted groups: similar lengths share a batch, so little time goes to padding."""
+    order = sorted(range(len(chunks)), key=lambda i: len(chunks[i].text))
+    vectors: list[np.ndarray | None] = [None] * len(chunks)
+    group = 256
+    for start in range(0, len(order), group):
+        part = order[start : start + group]
+        for i, vector in zip(part, encoder.encode([chunks[i].embedding_text() for i in part], batch_size=16)):
+            vectors[i] = vector
+        if progress:
+            progress("embed", min(start + group, len(chunks)), len(chunks))
+    return vectors  # type: ignore[return-value]

@@ -1,0 +1,120 @@
+"""Hybrid retrieval: BM25 and dense candidates, reciprocal rank fusion, then an optional rerank."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from ..encoders import BiEncoder
+from ..index.store import Store
+from ..text import query_terms
+from ..types import Chunk, ChunkId, SearchHit, StageScores
+
+RRF_K = 60  # the constant from Cormack et al.; it damps the weight of top ranks
+
+
+class Reranker(Protocol):
+    name: str
+
+    def score(self, query: str, chunks: list[Chunk]) -> list[float]: ...
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    mode: str = "hybrid"  # "bm25" | "dense" | "hybrid"
+    rerank: bool = True
+    candidates: int = 50  # per first-stage retriever
+    rerank_depth: int = 20  # fused candidates passed to the reranker
+
+
+@dataclass
+class RetrievalResult:
+    query: str
+    hits: list[SearchHit]
+    stage_ms: dict[str, float] = field(default_factory=dict)
+
+
+def reciprocal_rank_fusion(rankings: list[list[ChunkId]], k: int = RRF_K) -> dict[ChunkId, float]:
+    scores: dict[ChunkId, float] = {}
+    for ranking in rankings:
+        for rank, chunk_id in enumerate(ranking, start=1):
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + 1.0 / (k + rank)
+    return scores
+
+
+class _VectorCache:
+    """The corpus' vector matrix, reloaded only when the corpus version changes."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, tuple[str, list[ChunkId], np.ndarray]] = {}
+
+    def get(self, store: Store, corpus: str, version: str) -> tuple[list[ChunkId], np.ndarray]:
+        cached = self._cache.get(corpus)
+        if cached is None or cached[0] != version:
+            ids, matrix = store.vectors(corpus)
+            cached = (version, ids, matrix)
+            self._cache[corpus] = cached
+        return cached[1], cached[2]
+
+
+class HybridRetriever:
+    def __init__(self, store: Store, encoder: BiEncoder, reranker: Reranker | None = None) -> None:
+        self.store = store
+        self.encoder = encoder
+        self.reranker = reranker
+        self._vectors = _VectorCache()
+
+    def bm25(self, corpus: str, query: str, limit: int) -> list[tuple[ChunkId, float]]:
+        return self.store.lexical_search(corpus, query_terms(query), limit)
+
+    def dense(self, corpus: str, version: str, query: str, limit: int) -> list[tuple[ChunkId, float]]:
+        ids, matrix = self._vectors.get(self.store, corpus, version)
+        if not ids:
+            return []
+        query_vector = self.encoder.encode([query])[0]
+        scores = matrix @ query_vector
+        limit = min(limit, len(ids))
+        top = np.argpartition(-scores, limit - 1)[:limit]
+        top = top[np.argsort(-scores[top])]
+        return [(ids[i], float(scores[i])) for i in top]
+
+    def retrieve(self, corpus: str, version: str, query: str, k: int, config: RetrievalConfig) -> RetrievalResult:
+        timings: dict[str, float] = {}
+        stages: dict[ChunkId, dict] = {}
+
+        def timed(stage: str, fn, *args):
+            started = time.perf_counter()
+            out = fn(*args)
+            timings[stage] = (time.perf_counter() - started) * 1000
+            return out
+
+        rankings: list[list[ChunkId]] = []
+        if config.mode in ("bm25", "hybrid"):
+            lexical = timed("bm25", self.bm25, corpus, query, config.candidates)
+            for rank, (cid, score) in enumerate(lexical, start=1):
+                stages.setdefault(cid, {}).update(bm25_rank=rank, bm25_score=score)
+            rankings.append([cid for cid, _ in lexical])
+        if config.mode in ("dense", "hybrid"):
+            semantic = timed("dense", self.dense, corpus, version, query, config.candidates)
+            for rank, (cid, score) in enumerate(semantic, start=1):
+                stages.setdefault(cid, {}).update(dense_rank=rank, dense_score=score)
+            rankings.append([cid for cid, _ in semantic])
+
+        fused = timed("fuse", reciprocal_rank_fusion, rankings)
+        ordered = sorted(fused, key=lambda cid: -fused[cid])
+        for cid in ordered:
+            stages[cid]["fused_score"] = fused[cid]
+
+        depth = config.rerank_depth if (config.rerank and self.reranker) else k
+        chunks = self.store.get_chunks(corpus, ordered[:depth])
+        final_scores = [fused[c.id] for c in chunks]
+        if config.rerank and self.reranker and chunks:
+            final_scores = timed("rerank", self.reranker.score, query, chunks)
+            for chunk, score in zip(chunks, final_scores):
+                stages[chunk.id]["rerank_score"] = score
+        ranked = sorted(zip(chunks, final_scores), key=lambda pair: -pair[1])[:k]
+        hits = [SearchHit(chunk=c, score=float(s), stages=StageScores(**stages[c.id])) for c, s in ranked]
+        return RetrievalResult(query=query, hits=hits, stage_ms=timings)

@@ -1,0 +1,74 @@
+"""Service functions shared by the CLI and the HTTP API (both are thin adapters over these)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from . import config
+from .encoders import BiEncoder, bi_encoder
+from .index.sqlite import SQLiteStore
+from .index.store import CorpusInfo, Store
+from .ingest.pipeline import IngestReport, ProgressFn, ingest_corpus
+from .retrieve.hybrid import HybridRetriever, RetrievalConfig, RetrievalResult
+from .retrieve.rerank import default_reranker
+
+
+class UnknownCorpus(LookupError):
+    def __init__(self, name: str, known: list[str]) -> None:
+        hint = f"indexed corpora: {', '.join(known)}" if known else "no corpus is indexed yet; run `citedocs ingest` first"
+        super().__init__(f"unknown corpus {name!r} ({hint})")
+        self.name = name
+        self.known = known
+
+
+class EmptyQuestion(ValueError):
+    pass
+
+
+MAX_QUESTION_CHARS = 2000
+
+
+def check_question(question: str) -> str:
+    text = (question or "").strip()
+    if not text:
+        raise EmptyQuestion("the question is empty; ask something about the docs")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise EmptyQuestion(f"the question is {len(text)} characters long; the limit is {MAX_QUESTION_CHARS}")
+    return text
+
+
+@dataclass
+class Services:
+    """The process-wide components, created lazily so that `--help` stays fast."""
+
+    store: Store
+
+    @classmethod
+    def open(cls, db_path: Path | None = None) -> Services:
+        return cls(store=SQLiteStore(db_path or config.database_path()))
+
+    @cached_property
+    def encoder(self) -> BiEncoder:
+        return bi_encoder()
+
+    @cached_property
+    def retriever(self) -> HybridRetriever:
+        return HybridRetriever(self.store, self.encoder, default_reranker())
+
+    def corpus(self, name: str) -> CorpusInfo:
+        info = self.store.get_corpus(name)
+        if info is None:
+            raise UnknownCorpus(name, [c.name for c in self.store.list_corpora()])
+        return info
+
+    def ingest(self, source_dir: Path, corpus: str, base_url: str, progress: ProgressFn | None = None) -> IngestReport:
+        return ingest_corpus(self.store, self.encoder, source_dir, corpus, base_url, progress)
+
+    def search(
+        self, question: str, corpus: str, k: int = 8, retrieval: RetrievalConfig | None = None
+    ) -> RetrievalResult:
+        text = check_question(question)
+        info = self.corpus(corpus)
+        return self.retriever.retrieve(info.name, info.version, text, k, retrieval or RetrievalConfig())
