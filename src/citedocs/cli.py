@@ -188,6 +188,88 @@ def demo(
     _print_hits(_services().search(question, config.ASTRO_CORPUS_NAME, 5), as_json=False)
 
 
+BackendOpt = Annotated[
+    Optional[str], typer.Option("--backend", help="extractive | openai (default: openai if CITEDOCS_LLM_BASE_URL is set).")
+]
+
+
+def _print_answer(response) -> None:
+    if response.refused:
+        console.print(f"[bold yellow]Not covered by the docs[/] ({response.refusal_reason.split(':')[0]})")
+        console.print(response.answer)
+    else:
+        numbers = {c.id: n for n, c in enumerate(response.citations, start=1)}
+        text = response.answer
+        for cid, n in numbers.items():
+            text = text.replace(f"[{cid}]", f"[{n}]")
+        console.print(text, highlight=False)
+        console.print()
+        for citation in response.citations:
+            console.print(f"[{numbers[citation.id]}] {citation.title} › {citation.section}")
+            console.print(f"    [link={citation.url}]{citation.url}[/link]  [dim]{citation.id}[/]")
+    console.print(f"[dim]trace {response.trace_id} · corpus version {response.corpus_version}[/]")
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="Your question.")],
+    corpus: CorpusOpt = config.ASTRO_CORPUS_NAME,
+    backend: BackendOpt = None,
+    top_k: Annotated[int, typer.Option("--top-k", min=1, max=20)] = 6,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON contract.")] = False,
+) -> None:
+    """Answer with citations (or refuse), in-process, through the same pipeline as POST /ask."""
+    from pydantic import ValidationError
+
+    from .contract import AskRequest
+    from .generate.select import BackendConfigError
+    from .service import EmptyQuestion, Services, UnknownCorpus
+
+    try:
+        request = AskRequest(question=question, corpus=corpus, top_k=top_k)
+        response = Services.open(backend=backend).ask(request)
+    except ValidationError as exc:
+        fail(f"invalid question: {exc.errors()[0]['msg']}")
+    except (EmptyQuestion, UnknownCorpus, BackendConfigError) as exc:
+        fail(str(exc))
+    if as_json:
+        print(response.model_dump_json(indent=2))
+    else:
+        _print_answer(response)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535)] = 8000,
+    backend: BackendOpt = None,
+) -> None:
+    """Start the HTTP API and web chat (uvicorn)."""
+    import uvicorn
+
+    from .api.app import create_app
+    from .generate.select import BackendConfigError
+    from .service import Services
+
+    services = Services.open(backend=backend)
+    try:
+        services.generator  # fail now, not at the first question, on a bad backend setting
+    except BackendConfigError as exc:
+        fail(str(exc))
+    services.retriever  # load the models before accepting traffic
+    console.print(f"citedocs on http://{host}:{port}  (API docs: /docs)")
+    uvicorn.run(create_app(services), host=host, port=port, log_level="info")
+
+
+@app.command()
+def trace(trace_id: Annotated[str, typer.Argument(help="The trace_id of an answer.")]) -> None:
+    """Show everything recorded for one answer: retrieval, raw output, validator decisions, feedback."""
+    data = _services().trace(trace_id)
+    if data is None:
+        fail(f"no trace with id {trace_id!r}; trace ids are printed under each answer")
+    print(json.dumps(data, indent=2))
+
+
 def main() -> None:
     app()
 

@@ -13,6 +13,12 @@ from .index.store import CorpusInfo, Store
 from .ingest.pipeline import IngestReport, ProgressFn, ingest_corpus
 from .retrieve.hybrid import HybridRetriever, RetrievalConfig, RetrievalResult
 from .retrieve.rerank import default_reranker
+from .ask import AskEvent, AskPipeline
+from .contract import MAX_QUESTION_CHARS, AskRequest, AskResponse
+from .generate.base import Generator
+from .validate.support import SupportChecker
+from .validate.thresholds import Thresholds, load_thresholds
+from .validate.validator import CitationValidator
 
 
 class UnknownCorpus(LookupError):
@@ -25,9 +31,6 @@ class UnknownCorpus(LookupError):
 
 class EmptyQuestion(ValueError):
     pass
-
-
-MAX_QUESTION_CHARS = 2000
 
 
 def check_question(question: str) -> str:
@@ -44,10 +47,11 @@ class Services:
     """The process-wide components, created lazily so that `--help` stays fast."""
 
     store: Store
+    backend: str | None = None  # None: the configured default (see generate.select)
 
     @classmethod
-    def open(cls, db_path: Path | None = None) -> Services:
-        return cls(store=SQLiteStore(db_path or config.database_path()))
+    def open(cls, db_path: Path | None = None, backend: str | None = None) -> Services:
+        return cls(store=SQLiteStore(db_path or config.database_path()), backend=backend)
 
     @cached_property
     def encoder(self) -> BiEncoder:
@@ -56,6 +60,21 @@ class Services:
     @cached_property
     def retriever(self) -> HybridRetriever:
         return HybridRetriever(self.store, self.encoder, default_reranker())
+
+    @cached_property
+    def thresholds(self) -> Thresholds:
+        return load_thresholds()
+
+    @cached_property
+    def generator(self) -> Generator:
+        from .generate.select import make_generator
+
+        return make_generator(self.backend, self.encoder, self.thresholds)
+
+    @cached_property
+    def pipeline(self) -> AskPipeline:
+        validator = CitationValidator(SupportChecker(self.encoder, self.thresholds))
+        return AskPipeline(self.store, self.retriever, self.generator, validator, self.thresholds)
 
     def corpus(self, name: str) -> CorpusInfo:
         info = self.store.get_corpus(name)
@@ -72,3 +91,16 @@ class Services:
         text = check_question(question)
         info = self.corpus(corpus)
         return self.retriever.retrieve(info.name, info.version, text, k, retrieval or RetrievalConfig())
+
+    def ask(self, request: AskRequest) -> AskResponse:
+        check_question(request.question)
+        return self.pipeline.ask(request, self.corpus(request.corpus or config.default_corpus()))
+
+    def ask_events(self, request: AskRequest):
+        """Validated sentences as they are accepted, then the final response (for streaming)."""
+        check_question(request.question)
+        info = self.corpus(request.corpus or config.default_corpus())
+        return self.pipeline.ask_events(request, info)
+
+    def trace(self, trace_id: str) -> dict | None:
+        return self.store.get_trace(trace_id)

@@ -1,0 +1,65 @@
+"""The answer contract: what /ask accepts and returns, for every backend."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MAX_QUESTION_CHARS = 2000
+MAX_HISTORY_TURNS = 20
+
+
+class RefusalReason(str, Enum):
+    low_retrieval_confidence = "low_retrieval_confidence"
+    question_terms_not_in_docs = "question_terms_not_in_docs"
+    model_declined = "model_declined"
+    nothing_verifiable = "nothing_verifiable"
+    backend_error = "backend_error"
+
+
+class HistoryTurn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    role: Literal["user", "assistant"]
+    content: str = Field(max_length=20_000)
+
+
+class AskRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"question": "How do I load .env.staging?"}]})
+    question: str = Field(
+        min_length=1, max_length=MAX_QUESTION_CHARS, description="What the user asks, in their own words."
+    )
+    corpus: str | None = Field(default=None, description="Corpus name; the server's default when omitted.")
+    history: list[HistoryTurn] = Field(default_factory=list, max_length=MAX_HISTORY_TURNS)
+    top_k: int = Field(default=6, ge=1, le=20, description="Chunks retrieved as evidence.")
+
+
+class Citation(BaseModel):
+    id: str
+    url: str
+    title: str
+    section: str
+    score: float
+    snippet: str
+    text: str = Field(description="The full chunk text the claims were checked against.")
+
+
+class AskResponse(BaseModel):
+    answer: str
+    citations: list[Citation]
+    refused: bool
+    refusal_reason: str | None
+    trace_id: str
+    corpus_version: str
+
+
+class FeedbackRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    verdict: Literal["up", "down"]
+    comment: str | None = Field(default=None, max_length=2000)
+
+
+class ErrorBody(BaseModel):
+    error: str
+    detail: str

@@ -1,0 +1,39 @@
+"""The generation interface every backend implements."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..contract import HistoryTurn
+from ..types import Chunk
+
+
+class GenerationFault(RuntimeError):
+    """The backend could not produce an answer (down, timed out, returned garbage)."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+
+@dataclass
+class Generation:
+    text: str  # raw model output, before validation
+    backend: str
+    model: str
+    prompt_version: str
+    usage: dict = field(default_factory=dict)
+
+
+class Generator(Protocol):
+    name: str
+    model: str
+
+    def generate(self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn]) -> Generation: ...
+
+    def rewrite_query(self, question: str, history: Sequence[HistoryTurn]) -> str | None:
+        """A standalone version of a follow-up question, or None to use the deterministic fallback."""
+        ...

@@ -1,0 +1,104 @@
+"""The no-LLM backend: quote the best-supporting sentences of the top chunks, each cited.
+
+Deterministic and fast; used by the tests, by the release gate, and as the fallback when an
+endpoint fails. It writes the same marker format an LLM is asked for, so its output goes through
+the same validator.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..contract import HistoryTurn
+from ..encoders import BiEncoder
+from ..sentences import split_units
+from ..types import Chunk
+from ..validate.markers import with_markers
+from ..validate.support import content_terms
+from .base import Generation
+from .prompt import NO_ANSWER
+
+PROMPT_VERSION = "extractive_v1"
+_LIST_MARKER = re.compile(r"^(?:[-*+]|\d+\.)\s+")
+
+
+@dataclass
+class _Candidate:
+    chunk_rank: int
+    position: int
+    chunk: Chunk
+    text: str
+    is_code: bool
+    score: float = 0.0
+
+
+class ExtractiveGenerator:
+    name = "extractive"
+    model = "extractive (all-MiniLM-L6-v2 sentence scoring)"
+
+    def __init__(self, encoder: BiEncoder, min_sentence_score: float, max_units: int = 4, chunks_considered: int = 3):
+        self.encoder = encoder
+        self.min_sentence_score = min_sentence_score
+        self.max_units = max_units
+        self.chunks_considered = chunks_considered
+
+    def _candidates(self, chunks: Sequence[Chunk]) -> list[_Candidate]:
+        out = []
+        for rank, chunk in enumerate(chunks[: self.chunks_considered]):
+            for position, unit in enumerate(split_units(chunk.text)):
+                text = unit.text if unit.is_code else _LIST_MARKER.sub("", unit.text)
+                if unit.is_code and text.count("\n") > 14:
+                    continue  # long samples are better read at the source
+                if not unit.is_code and len(content_terms(text)) < 3:
+                    continue  # fragments like "For example:" carry no claim
+                out.append(_Candidate(rank, position, chunk, text, unit.is_code))
+        return out
+
+    def generate(self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn]) -> Generation:
+        candidates = self._candidates(chunks)
+        if not candidates:
+            return self._decline("the retrieved docs hold no quotable sentence")
+        question_terms = content_terms(question)
+        vectors = self.encoder.encode([question, *(c.text for c in candidates)], batch_size=32)
+        similarities = vectors[1:] @ vectors[0]
+        for candidate, similarity in zip(candidates, similarities):
+            overlap = len(question_terms & content_terms(candidate.text)) / max(1, len(question_terms))
+            candidate.score = 0.6 * float(similarity) + 0.4 * overlap - 0.03 * candidate.chunk_rank
+        prose = [c for c in candidates if not c.is_code]
+        best = max(prose, key=lambda c: c.score, default=None)
+        if best is None or best.score < self.min_sentence_score:
+            return self._decline("no sentence in the retrieved docs addresses the question closely enough")
+        floor = max(self.min_sentence_score, 0.8 * best.score)
+        chosen = [best] + sorted(
+            (c for c in prose if c is not best and c.score >= floor and c.chunk_rank == best.chunk_rank),
+            key=lambda c: -c.score,
+        )[: self.max_units - 2]
+        code = self._code_after(chosen, candidates)
+        if code:
+            chosen.append(code)
+        chosen.sort(key=lambda c: (c.chunk_rank, c.position))
+        lines = [c.text + f"\n[{c.chunk.id}]" if c.is_code else with_markers(c.text, [c.chunk.id]) for c in chosen]
+        return Generation(text="\n".join(lines), backend=self.name, model=self.model, prompt_version=PROMPT_VERSION)
+
+    @staticmethod
+    def _code_after(chosen: list[_Candidate], candidates: list[_Candidate]) -> _Candidate | None:
+        """The code sample right after a chosen sentence (commands and config usually follow their prose)."""
+        for sentence in chosen:
+            for candidate in candidates:
+                if (
+                    candidate.is_code
+                    and candidate.chunk is sentence.chunk
+                    and 0 < candidate.position - sentence.position <= 2
+                ):
+                    return candidate
+        return None
+
+    def _decline(self, reason: str) -> Generation:
+        return Generation(
+            text=f"{NO_ANSWER}: {reason}", backend=self.name, model=self.model, prompt_version=PROMPT_VERSION
+        )
+
+    def rewrite_query(self, question: str, history: Sequence[HistoryTurn]) -> str | None:
+        return None

@@ -1,0 +1,39 @@
+"""Global decision thresholds, read from the checked-in thresholds.toml.
+
+`citedocs calibrate CASES.jsonl` recomputes the retrieval-confidence threshold from a case file
+and rewrites the file; nothing is ever set per question.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+DEFAULT_PATH = Path(__file__).with_name("thresholds.toml")
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    min_retrieval_score: float  # top hit's reranker score below this: refuse before generating
+    support_min_coverage: float  # share of a claim's content words found in its cited chunks
+    support_min_similarity: float  # bi-encoder cosine between a claim and its best evidence sentence
+    extractive_min_sentence_score: float  # extractive backend: weakest sentence it will quote
+    calibrated_on: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def load_thresholds(path: Path | None = None) -> Thresholds:
+    path = path or Path(os.environ.get("CITEDOCS_THRESHOLDS") or DEFAULT_PATH)
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    return Thresholds(**data["thresholds"])
+
+
+def write_thresholds(thresholds: Thresholds, path: Path = DEFAULT_PATH) -> None:
+    lines = ["# Written by `citedocs calibrate`; global values, never per question.", "[thresholds]"]
+    for key, value in thresholds.as_dict().items():
+        lines.append(f"{key} = {value!r}" if not isinstance(value, str) else f'{key} = "{value}"')
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -1,0 +1,147 @@
+"""The citation validator: every backend's output passes through here before a user sees it.
+
+Guarantees, in order:
+1. an id that was not retrieved for this request never reaches the user;
+2. a sentence without a valid citation is dropped;
+3. a sentence its cited chunks do not support is re-cited to a retrieved chunk that does, or dropped;
+4. code must be copied from a retrieved chunk;
+5. if nothing verifiable remains, the answer becomes a refusal.
+Every decision is recorded for the trace.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+
+from ..contract import RefusalReason
+from ..generate.prompt import NO_ANSWER
+from ..sentences import split_units
+from ..types import Chunk
+from .markers import parse_markers, with_markers
+from .support import SupportChecker, content_terms
+
+
+@dataclass
+class Decision:
+    sentence: str
+    action: str  # kept | recited | dropped
+    reason: str
+    cited: list[str] = field(default_factory=list)  # ids as the model wrote them (valid ones)
+    final_ids: list[str] = field(default_factory=list)
+    invented: list[str] = field(default_factory=list)
+    malformed: list[str] = field(default_factory=list)
+    coverage: float | None = None
+    similarity: float | None = None
+
+
+@dataclass
+class AcceptedSentence:
+    text: str  # without markers
+    ids: list[str]
+
+    def rendered(self) -> str:
+        return with_markers(self.text, self.ids)
+
+
+@dataclass
+class ValidationResult:
+    sentences: list[AcceptedSentence]
+    decisions: list[Decision]
+    refusal: RefusalReason | None = None
+    refusal_detail: str = ""
+
+    @property
+    def answer(self) -> str:
+        """Prose sentences run on; a code block stands on its own lines."""
+        parts: list[str] = []
+        for sentence in self.sentences:
+            if sentence.text.startswith("```"):
+                parts.append("\n\n" + sentence.rendered() + "\n\n")
+            else:
+                parts.append(sentence.rendered() + " ")
+        return "".join(parts).strip().replace("\n\n\n\n", "\n\n")
+
+    def decisions_as_dicts(self) -> list[dict]:
+        return [asdict(d) for d in self.decisions]
+
+
+def _normalize_code(text: str) -> str:
+    body = re.sub(r"^```[^\n]*\n|\n?```$", "", text.strip())
+    return " ".join(body.split())
+
+
+def parse_no_answer(raw: str) -> str | None:
+    """The model's refusal reason if it used the NO_ANSWER protocol anywhere in its output."""
+    match = re.search(rf"{NO_ANSWER}\s*:?\s*(.*)", raw)
+    return match.group(1).strip() if match else None
+
+
+class CitationValidator:
+    def __init__(self, checker: SupportChecker) -> None:
+        self.checker = checker
+
+    def validate(self, raw: str, retrieved: list[Chunk]) -> ValidationResult:
+        declined = parse_no_answer(raw)
+        if declined is not None:
+            return ValidationResult([], [], RefusalReason.model_declined, declined or "the model found no answer")
+        by_id = {c.id: c for c in retrieved}
+        accepted: list[AcceptedSentence] = []
+        decisions: list[Decision] = []
+        for unit in split_units(raw):
+            parsed = parse_markers(unit.text)
+            valid = [i for i in parsed.ids if i in by_id]
+            decision = Decision(
+                sentence=parsed.text,
+                action="dropped",
+                reason="",
+                cited=valid,
+                invented=[i for i in parsed.ids if i not in by_id],
+                malformed=parsed.malformed,
+            )
+            decisions.append(decision)
+            if not parsed.text or not re.search(r"\w", parsed.text):
+                decision.reason = "empty after removing markers"
+                continue
+            if unit.is_code:
+                self._check_code(parsed.text, valid, retrieved, decision)
+            else:
+                self._check_claim(parsed.text, valid, retrieved, by_id, decision)
+            if decision.action != "dropped":
+                accepted.append(AcceptedSentence(parsed.text, decision.final_ids))
+        if not any(content_terms(s.text) for s in accepted if not s.text.startswith("```")):
+            return ValidationResult([], decisions, RefusalReason.nothing_verifiable, "no sentence survived validation")
+        return ValidationResult(accepted, decisions)
+
+    def _check_code(self, code: str, cited: list[str], retrieved: list[Chunk], decision: Decision) -> None:
+        needle = _normalize_code(code)
+        sources = sorted(retrieved, key=lambda c: c.id not in cited)  # cited chunks first
+        for chunk in sources:
+            if needle and needle in " ".join(chunk.text.split()):
+                decision.action = "kept" if chunk.id in cited else "recited"
+                decision.final_ids = [chunk.id]
+                decision.reason = "code found verbatim in the chunk"
+                return
+        decision.reason = "code not found in any retrieved chunk"
+
+    def _check_claim(
+        self, text: str, cited: list[str], retrieved: list[Chunk], by_id: dict[str, Chunk], decision: Decision
+    ) -> None:
+        if not cited:
+            decision.reason = "no valid citation" + (" (invented id removed)" if decision.invented else "")
+            return
+        verdict = self.checker.check(text, [by_id[i] for i in cited])
+        decision.coverage, decision.similarity = verdict.coverage, verdict.similarity
+        if verdict.supported:
+            decision.action, decision.final_ids, decision.reason = "kept", cited, "supported by cited chunk(s)"
+            return
+        for chunk in retrieved:
+            if chunk.id in cited:
+                continue
+            alternative = self.checker.check(text, [chunk])
+            if alternative.supported:
+                decision.action, decision.final_ids = "recited", [chunk.id]
+                decision.reason = f"cited chunk(s) did not support it ({verdict.reason()}); re-cited"
+                decision.coverage, decision.similarity = alternative.coverage, alternative.similarity
+                return
+        decision.reason = f"unsupported: {verdict.reason()}"
