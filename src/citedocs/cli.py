@@ -270,6 +270,78 @@ def trace(trace_id: Annotated[str, typer.Argument(help="The trace_id of an answe
     print(json.dumps(data, indent=2))
 
 
+@app.command("eval")
+def eval_answers(
+    cases: Annotated[Path, typer.Argument(help="JSONL case file (format: shared/evals/README.md).")],
+    corpus: CorpusOpt = config.ASTRO_CORPUS_NAME,
+    backend: BackendOpt = None,
+    out: Annotated[Path, typer.Option(help="Folder for rows.jsonl, summary.json, report.md/html.")] = Path("eval-out"),
+    gate: Annotated[Optional[Path], typer.Option(help="Gate TOML: exit 1 and name every failing metric.")] = None,
+    baseline: Annotated[Optional[Path], typer.Option(help="A previous run's folder to compare with.")] = None,
+) -> None:
+    """Run every case through the full /ask pipeline, grade it, write reports, apply the release gate."""
+    from .eval.cases import load_cases
+    from .eval.harness import check_gate, run_eval, write_outputs
+    from .generate.select import BackendConfigError
+    from .service import Services, UnknownCorpus
+
+    try:
+        loaded = load_cases(cases)
+        services = Services.open(backend=backend)
+        services.corpus(corpus)
+        services.generator
+    except (CaseFileError, UnknownCorpus, BackendConfigError) as exc:
+        fail(str(exc))
+    previous = None
+    if baseline:
+        summary_file = baseline / "summary.json" if baseline.is_dir() else baseline
+        if not summary_file.is_file():
+            fail(f"no summary.json at {summary_file}; pass the --out folder of an earlier run")
+        previous = json.loads(summary_file.read_text())
+    if gate and not gate.is_file():
+        fail(f"gate file not found: {gate}")
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err) as bar:
+        task = bar.add_task("cases", total=len(loaded))
+        run = run_eval(loaded, cases, services, corpus, lambda done, total: bar.update(task, completed=done))
+    write_outputs(run, out, previous)
+    console.print((out / "report.md").read_text(), markup=False, highlight=False)
+    console.print(f"wrote {out}/rows.jsonl, summary.json, report.md, report.html")
+    if gate:
+        failures = check_gate(run.summary, gate, [c.id for c in loaded])
+        if failures:
+            for failure in failures:
+                err.print(f"[bold red]gate:[/] {failure}")
+            raise typer.Exit(1)
+        console.print(f"[green]gate passed[/] ({gate})")
+
+
+@app.command()
+def calibrate(
+    cases: Annotated[Path, typer.Argument(help="JSONL case file with should_refuse labels.")],
+    corpus: CorpusOpt = config.ASTRO_CORPUS_NAME,
+    write: Annotated[bool, typer.Option(help="Write the result into thresholds.toml.")] = False,
+) -> None:
+    """Pick the retrieval-confidence threshold that maximises refusal F1 on a case file (one global value)."""
+    from dataclasses import replace
+
+    from .eval.calibrate import calibrate_retrieval_threshold
+    from .eval.cases import load_cases
+    from .service import Services, UnknownCorpus
+    from .validate.thresholds import write_thresholds
+
+    try:
+        loaded = load_cases(cases)
+        services = Services.open(backend="extractive")
+        services.corpus(corpus)
+    except (CaseFileError, UnknownCorpus) as exc:
+        fail(str(exc))
+    result = calibrate_retrieval_threshold(loaded, services, corpus)
+    console.print(result.table())
+    if write:
+        write_thresholds(replace(services.thresholds, min_retrieval_score=result.threshold, calibrated_on=str(cases.name)))
+        console.print(f"min_retrieval_score = {result.threshold:.3f} written")
+
+
 def main() -> None:
     app()
 

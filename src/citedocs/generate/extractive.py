@@ -65,16 +65,15 @@ class ExtractiveGenerator:
         similarities = vectors[1:] @ vectors[0]
         for candidate, similarity in zip(candidates, similarities):
             overlap = len(question_terms & content_terms(candidate.text)) / max(1, len(question_terms))
-            candidate.score = 0.6 * float(similarity) + 0.4 * overlap - 0.03 * candidate.chunk_rank
+            candidate.score = 0.6 * float(similarity) + 0.4 * overlap - 0.02 * candidate.chunk_rank
         prose = [c for c in candidates if not c.is_code]
         best = max(prose, key=lambda c: c.score, default=None)
         if best is None or best.score < self.min_sentence_score:
             return self._decline("no sentence in the retrieved docs addresses the question closely enough")
         floor = max(self.min_sentence_score, 0.8 * best.score)
-        chosen = [best] + sorted(
-            (c for c in prose if c is not best and c.score >= floor and c.chunk_rank == best.chunk_rank),
-            key=lambda c: -c.score,
-        )[: self.max_units - 2]
+        chosen = [best] + sorted((c for c in prose if c is not best and c.score >= floor), key=lambda c: -c.score)[
+            : self.max_units - 2
+        ]
         code = self._code_after(chosen, candidates)
         if code:
             chosen.append(code)

@@ -57,7 +57,7 @@ def parse_markers(sentence: str) -> ParsedMarkers:
         return match.group(0)  # ordinary bracketed text, e.g. "[Deprecated]"
 
     text = _GROUP.sub(group, text)
-    text = re.sub(r"\s+([.,;:!?])", r"\1", text)
+    text = re.sub(r"\s+([.,;:!?])(?=\s|$)", r"\1", text)
     parsed.text = re.sub(r"[ \t]{2,}", " ", text).strip()
     return parsed
 

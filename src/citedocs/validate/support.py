@@ -26,7 +26,7 @@ from ..types import Chunk
 from .thresholds import Thresholds
 
 _CODE_SPAN = re.compile(r"`([^`]+)`")
-_CODE_TOKEN = re.compile(r"(?:--?[A-Za-z][\w-]*|[\w$@]+(?:[.:/=][\w$@*]+)+|[a-z]+[A-Z]\w*|\d+(?:\.\d+)*)")
+_CODE_TOKEN = re.compile(r"(?:(?<![\w-])--?[A-Za-z][\w-]*|[\w$@]+(?:[.:/=][\w$@*]+)+|\b[a-z]+[A-Z]\w*|\d+(?:\.\d+)*)")
 _NEGATIONS = frozenset("not no never cannot can't don't doesn't isn't aren't won't without neither nor".split())
 
 

@@ -41,6 +41,8 @@ class AcceptedSentence:
     ids: list[str]
 
     def rendered(self) -> str:
+        if self.text.startswith("```"):
+            return self.text + "\n" + " ".join(f"[{i}]" for i in self.ids)  # a fence must close its own line
         return with_markers(self.text, self.ids)
 
 

@@ -1,0 +1,68 @@
+"""FAULT INJECTION ONLY: an OpenAI-compatible chat server whose replies the tests script.
+
+It stands in for an LLM endpoint so tests can make it slow, broken or adversarial; it is never
+used to produce the answers the product's quality is measured on.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from contextlib import contextmanager
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class FakeLLM:
+    """`mode`: "reply" (send `reply`), "slow" (sleep `delay` first), "garbage", "http500"."""
+
+    def __init__(self) -> None:
+        self.mode = "reply"
+        self.reply = "NO_ANSWER: nothing scripted"
+        self.rewrite_reply: str | None = None
+        self.delay = 5.0
+        self.requests: list[dict] = []
+        self.app = FastAPI()
+
+        @self.app.post("/v1/chat/completions")
+        async def chat(request: Request):
+            body = await request.json()
+            self.requests.append(body)
+            if self.mode == "slow":
+                time.sleep(self.delay)
+            if self.mode == "garbage":
+                return PlainTextResponse("<html>502 bad gateway</html>")
+            if self.mode == "http500":
+                return JSONResponse({"error": "overloaded"}, status_code=500)
+            system = body["messages"][0]["content"]
+            content = self.rewrite_reply if system.startswith("Rewrite") and self.rewrite_reply else self.reply
+            return {
+                "choices": [{"message": {"role": "assistant", "content": content}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+            }
+
+
+@contextmanager
+def running_fake_llm():
+    fake = FakeLLM()
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(fake.app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.time() + 10
+    while not server.started and time.time() < deadline:
+        time.sleep(0.05)
+    try:
+        yield fake, f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=5)

@@ -1,0 +1,159 @@
+"""The citation validator against adversarial model outputs (real bi-encoder, hand-built chunks)."""
+
+from __future__ import annotations
+
+import pytest
+
+from citedocs.contract import RefusalReason
+from citedocs.encoders import bi_encoder
+from citedocs.types import Chunk, ChunkId
+from citedocs.validate.markers import parse_markers
+from citedocs.validate.support import SupportChecker
+from citedocs.validate.thresholds import load_thresholds
+from citedocs.validate.validator import CitationValidator
+
+ENV_FILES = Chunk(
+    id=ChunkId("guides/environment-variables#env-files/1"),
+    doc_path="guides/environment-variables.mdx",
+    title="Using environment variables",
+    heading_path=("Setting environment variables", ".env files"),
+    anchor="env-files",
+    anchor_path=("setting-environment-variables", "env-files"),
+    url="https://docs.astro.build/en/guides/environment-variables/#env-files",
+    text=(
+        "Environment variables can be loaded from `.env` files in your project directory.\n\n"
+        "You can also add a custom mode name to the filename itself (e.g `.env.staging`).\n\n"
+        "You can run these commands with the `--mode` flag to pass a different value for `mode` "
+        "and load the matching `.env` file.\n\n"
+        "```shell\nastro dev --mode staging\n```"
+    ),
+    token_count=80,
+)
+DEFAULTS = Chunk(
+    id=ChunkId("guides/environment-variables#default-environment-variables/1"),
+    doc_path="guides/environment-variables.mdx",
+    title="Using environment variables",
+    heading_path=("Default environment variables",),
+    anchor="default-environment-variables",
+    anchor_path=("default-environment-variables",),
+    url="https://docs.astro.build/en/guides/environment-variables/#default-environment-variables",
+    text=(
+        "Astro includes a few environment variables out of the box:\n\n"
+        "- `import.meta.env.PROD`: `true` if your site is running in production; `false` otherwise.\n"
+        "- `import.meta.env.DEV`: `true` if your site is running in development; `false` otherwise."
+    ),
+    token_count=60,
+)
+RETRIEVED = [ENV_FILES, DEFAULTS]
+
+
+@pytest.fixture(scope="module")
+def validator() -> CitationValidator:
+    return CitationValidator(SupportChecker(bi_encoder(), load_thresholds()))
+
+
+def test_well_formed_marker_groups_are_parsed():
+    parsed = parse_markers("Use the flag [a/b#c/1, d#e/2] [f#/3].")
+    assert parsed.ids == ["a/b#c/1", "d#e/2", "f#/3"]
+    assert parsed.text == "Use the flag."
+    assert not parsed.malformed
+
+
+@pytest.mark.parametrize(
+    "near_miss",
+    ["[1]", "[[guides/environment-variables#env-files/1]]", "(guides/environment-variables#env-files/1)",
+     "[source: guides/environment-variables#env-files/1]", "[guides/environment-variables#env-files]"],
+)
+def test_near_miss_markers_are_removed_not_honoured(near_miss):
+    parsed = parse_markers(f"Load it with the mode flag {near_miss}.")
+    assert parsed.ids == []
+    assert parsed.malformed == [near_miss]
+    assert "#" not in parsed.text and "[1]" not in parsed.text
+
+
+def test_ordinary_brackets_are_left_alone():
+    assert parse_markers("The note is labelled [Deprecated] in the docs.").text == "The note is labelled [Deprecated] in the docs."
+
+
+def test_invented_chunk_id_never_reaches_user(validator):
+    raw = (
+        "You can load `.env` files from your project directory [guides/environment-variables#env-files/1]. "
+        "Astro also reads secrets from a vault automatically [guides/secrets#vault/1]."
+    )
+    result = validator.validate(raw, RETRIEVED)
+    assert "guides/secrets#vault/1" not in result.answer
+    assert all("guides/secrets#vault/1" not in s.ids for s in result.sentences)
+    invented = [d for d in result.decisions if d.invented]
+    assert invented and invented[0].action == "dropped"
+
+
+def test_uncited_sentence_is_dropped(validator):
+    raw = (
+        "Run `astro dev --mode staging` to load the matching `.env` file [guides/environment-variables#env-files/1]. "
+        "Most teams keep staging secrets in a separate vault."
+    )
+    result = validator.validate(raw, RETRIEVED)
+    assert "vault" not in result.answer
+    assert result.refusal is None
+    assert [d.reason for d in result.decisions if d.action == "dropped"] == ["no valid citation"]
+
+
+def test_real_id_on_unsupported_claim_is_dropped(validator):
+    raw = "Use the `--env-file` flag to point Astro at any dotenv file [guides/environment-variables#env-files/1]."
+    result = validator.validate(raw, RETRIEVED)
+    assert result.refusal == RefusalReason.nothing_verifiable
+    assert "env_file" in result.decisions[0].reason
+
+
+def test_claim_cited_to_the_wrong_retrieved_chunk_is_recited(validator):
+    raw = "`import.meta.env.PROD` is `true` if your site is running in production [guides/environment-variables#env-files/1]."
+    result = validator.validate(raw, RETRIEVED)
+    assert result.refusal is None
+    assert result.sentences[0].ids == [DEFAULTS.id]
+    assert result.decisions[0].action == "recited"
+
+
+def test_negated_claim_is_not_supported_by_positive_text(validator):
+    raw = "Environment variables cannot be loaded from `.env` files in your project directory [guides/environment-variables#env-files/1]."
+    result = validator.validate(raw, RETRIEVED)
+    assert result.refusal == RefusalReason.nothing_verifiable
+
+
+def test_code_must_come_from_a_retrieved_chunk(validator):
+    raw = (
+        "Use the `--mode` flag to load the matching `.env` file [guides/environment-variables#env-files/1].\n"
+        "```shell\nastro dev --mode staging\n```\n"
+        "```shell\nastro dev --turbo\n```"
+    )
+    result = validator.validate(raw, RETRIEVED)
+    assert "--mode staging" in result.answer
+    assert "--turbo" not in result.answer
+
+
+def test_no_answer_protocol_becomes_a_refusal(validator):
+    result = validator.validate("NO_ANSWER: the docs do not describe GraphQL support", RETRIEVED)
+    assert result.refusal == RefusalReason.model_declined
+    assert "GraphQL" in result.refusal_detail
+
+
+def test_only_markers_and_filler_is_a_refusal(validator):
+    result = validator.validate("Sure! [guides/environment-variables#env-files/1]", RETRIEVED)
+    assert result.refusal == RefusalReason.nothing_verifiable
+
+
+def test_markers_after_the_period_stay_with_their_sentence(validator):
+    raw = (
+        "Environment variables can be loaded from `.env` files in your project directory. "
+        "[guides/environment-variables#env-files/1] "
+        "`import.meta.env.DEV` is `true` if your site is running in development. "
+        "[guides/environment-variables#default-environment-variables/1]"
+    )
+    result = validator.validate(raw, RETRIEVED)
+    assert [s.ids for s in result.sentences] == [[ENV_FILES.id], [DEFAULTS.id]]
+
+
+def test_paraphrased_but_faithful_claim_is_kept(validator):
+    raw = "You can name a file .env.staging and pick it with the --mode flag [guides/environment-variables#env-files/1]."
+    result = validator.validate(raw, RETRIEVED)
+    assert result.refusal is None
+    assert result.sentences[0].ids == [ENV_FILES.id]
