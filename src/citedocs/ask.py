@@ -13,7 +13,7 @@ from .generate.base import GenerationFault, Generator
 from .index.store import CorpusInfo, Store
 from .retrieve.hybrid import HybridRetriever, RetrievalConfig
 from .retrieve.rewrite import standalone_query_fallback
-from .validate.question import unsupported_question_terms
+from .validate.question import code_parts, contains_sequence, unsupported_question_terms
 from .validate.thresholds import Thresholds
 from .validate.validator import AcceptedSentence, CitationValidator
 
@@ -39,6 +39,22 @@ class _Trace:
             return fn(*args)
         finally:
             self.stage_ms[stage] = round((time.perf_counter() - started) * 1000, 1)
+
+
+class StoreProbe:
+    """Corpus-wide look-ups for the question gate, through the store's full-text index."""
+
+    def __init__(self, store: Store, corpus: str) -> None:
+        self.store = store
+        self.corpus = corpus
+
+    def mentions(self, term: str) -> bool:
+        return bool(self.store.lexical_search(self.corpus, [term], 1))
+
+    def has_sequence(self, parts: list[str]) -> bool:
+        hits = self.store.lexical_search(self.corpus, list(dict.fromkeys(parts)), 200, match_all=True)
+        chunks = self.store.get_chunks(self.corpus, [cid for cid, _ in hits])
+        return any(contains_sequence(code_parts(c.text), parts) for c in chunks)
 
 
 class AskPipeline:
@@ -131,11 +147,7 @@ class AskPipeline:
             )
             return
         missing = trace.timed(
-            "question_gate",
-            unsupported_question_terms,
-            question,
-            chunks,
-            lambda term: bool(self.store.lexical_search(corpus.name, [term], 1)),
+            "question_gate", unsupported_question_terms, question, chunks, StoreProbe(self.store, corpus.name)
         )
         if missing:
             yield refuse(

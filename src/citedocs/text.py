@@ -44,6 +44,6 @@ def query_terms(text: str) -> list[str]:
     return content or terms
 
 
-def fts_match_expression(terms: list[str]) -> str:
-    """An FTS5 MATCH expression ORing quoted terms (quoting keeps FTS5 syntax out of user input)."""
-    return " OR ".join(f'"{t}"' for t in terms)
+def fts_match_expression(terms: list[str], match_all: bool = False) -> str:
+    """An FTS5 MATCH expression over quoted terms (quoting keeps FTS5 syntax out of user input)."""
+    return (" AND " if match_all else " OR ").join(f'"{t}"' for t in terms)

@@ -61,19 +61,24 @@ class ExtractiveGenerator:
         if not candidates:
             return self._decline("the retrieved docs hold no quotable sentence")
         question_terms = content_terms(question)
-        vectors = self.encoder.encode([question, *(c.text for c in candidates)], batch_size=32)
+        # a sentence is scored with its section heading, which often carries the topic it omits
+        texts = [f"{c.chunk.section}: {c.text}" for c in candidates]
+        vectors = self.encoder.encode([question, *texts], batch_size=32)
         similarities = vectors[1:] @ vectors[0]
         for candidate, similarity in zip(candidates, similarities):
             overlap = len(question_terms & content_terms(candidate.text)) / max(1, len(question_terms))
-            candidate.score = 0.6 * float(similarity) + 0.4 * overlap - 0.02 * candidate.chunk_rank
+            candidate.score = 0.6 * float(similarity) + 0.4 * overlap - 0.05 * candidate.chunk_rank
         prose = [c for c in candidates if not c.is_code]
         best = max(prose, key=lambda c: c.score, default=None)
         if best is None or best.score < self.min_sentence_score:
             return self._decline("no sentence in the retrieved docs addresses the question closely enough")
         floor = max(self.min_sentence_score, 0.8 * best.score)
-        chosen = [best] + sorted((c for c in prose if c is not best and c.score >= floor), key=lambda c: -c.score)[
-            : self.max_units - 2
-        ]
+        chosen = [best]
+        lead = next((c for c in prose if c.chunk_rank == 0), None)  # a section's opening states its point
+        if lead is not None and lead is not best and lead.score >= 0.7 * best.score:
+            chosen.append(lead)
+        rest = sorted((c for c in prose if c not in chosen and c.score >= floor), key=lambda c: -c.score)
+        chosen += rest[: max(0, self.max_units - 1 - len(chosen))]
         code = self._code_after(chosen, candidates)
         if code:
             chosen.append(code)

@@ -212,7 +212,9 @@ class SQLiteStore:
         by_id = {r["id"]: _row_to_chunk(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
-    def lexical_search(self, corpus: str, terms: list[str], limit: int) -> list[tuple[ChunkId, float]]:
+    def lexical_search(
+        self, corpus: str, terms: list[str], limit: int, match_all: bool = False
+    ) -> list[tuple[ChunkId, float]]:
         if not terms:
             return []
         weights = ", ".join(str(w) for w in _BM25_WEIGHTS)
@@ -221,7 +223,7 @@ class SQLiteStore:
                 f"SELECT c.id AS id, bm25(chunks_fts, {weights}) AS score FROM chunks_fts"
                 " JOIN chunks c ON c.rid = chunks_fts.rowid"
                 " WHERE chunks_fts MATCH ? AND chunks_fts.corpus = ? ORDER BY score LIMIT ?",
-                (fts_match_expression(terms), corpus, limit),
+                (fts_match_expression(terms, match_all), corpus, limit),
             ).fetchall()
         # FTS5's bm25() is "lower is better"; flip it so every stage reports higher = better.
         return [(ChunkId(r["id"]), -float(r["score"])) for r in rows]

@@ -21,7 +21,7 @@ from ..types import Chunk, ChunkId
 from .mdx import JsxTag, admonition_title, build_parser, parse_jsx_tag
 from .slugs import Slugger, split_explicit_id
 
-CHUNKER_VERSION = "3"
+CHUNKER_VERSION = "4"
 _PARSER = build_parser()
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 _ASIDE_COMPONENTS = {"aside", "callout", "admonition"}
@@ -113,10 +113,14 @@ class _Renderer:
         self._row: list[str] | None = None
 
     def take(self) -> str:
-        text = "\n".join(self._lines).strip()
-        text = re.sub(r"\n{3,}", "\n\n", text)
+        # at most one blank line between blocks; a fence is one entry, so its code stays verbatim
+        lines: list[str] = []
+        for line in self._lines:
+            if line == "" and lines and lines[-1] == "":
+                continue
+            lines.append(line)
         self._lines = []
-        return text
+        return "\n".join(lines).strip()
 
     def _indent(self) -> str:
         return "  " * max(0, len(self._list_stack) - 1)
@@ -144,7 +148,10 @@ class _Renderer:
         elif kind == "fence":
             lang = token.info.strip().split(" ")[0] if token.info else ""
             body = token.content.rstrip("\n")
-            fence = f"```{lang}\n{body}\n```"
+            # a fence longer than any backtick run inside, so a sample showing a fence stays one block
+            inner = max((len(run) for run in re.findall(r"^\s*(`{3,})", body, re.M)), default=0)
+            ticks = "`" * max(3, inner + 1)
+            fence = f"{ticks}{lang}\n{body}\n{ticks}"
             if self._pending_marker is not None:
                 self._emit("")  # keep the list marker on its own line
                 self._lines.append(f"{self._indent()}{self._pending_marker}")
@@ -203,6 +210,8 @@ class _Renderer:
             if tag.name.lower() in _ASIDE_COMPONENTS and self._prefix_stack:
                 self._prefix_stack.pop()
                 self._lines.append("")
+        elif tag.name == "Since" and tag.attrs.get("v"):
+            self._emit(f"(added in v{tag.attrs['v']})")  # <Since v="5.7.0" /> on its own line
         elif tag.attrs.get("title"):
             self._emit(tag.attrs["title"])  # e.g. <LinkCard title="..." />
 

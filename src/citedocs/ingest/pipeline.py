@@ -98,10 +98,15 @@ def ingest_corpus(
     new_docs: dict[str, DocumentRecord] = {}
     fresh_chunks: dict[ChunkId, Chunk] = {}
     kept_ids: set[ChunkId] = set()
-    for n, path in enumerate(files, start=1):
-        rel = path.relative_to(source_dir).as_posix()
+    entries = []
+    for path in files:
         data = path.read_bytes()
-        file_hash = hashlib.sha256(data).hexdigest()[:16]
+        entries.append((path, path.relative_to(source_dir).as_posix(), data, hashlib.sha256(data).hexdigest()[:16]))
+    # ids held by unchanged files: a new or edited file that maps to the same page must not take them
+    claimed = {
+        cid for _, rel, _, h in entries if rel in old_docs and old_docs[rel].file_hash == h for cid in old_docs[rel].chunk_ids
+    }
+    for n, (path, rel, data, file_hash) in enumerate(entries, start=1):
         old = old_docs.get(rel)
         if old and old.file_hash == file_hash:
             new_docs[rel] = old
@@ -109,7 +114,7 @@ def ingest_corpus(
         else:
             try:
                 parsed = chunk_document(rel, _decode(path, data), base_url)
-                clash = [c.id for c in parsed.chunks if c.id in fresh_chunks]
+                clash = [c.id for c in parsed.chunks if c.id in fresh_chunks or c.id in claimed]
                 if clash:
                     raise DocumentError(f"its chunk ids clash with another file's (e.g. {clash[0]})")
             except DocumentError as exc:

