@@ -20,9 +20,10 @@ from citedocs.text import fts_match_expression, query_terms, search_terms
 
 from conftest import ASTRO_BASE_URL, ASTRO_CORPUS, DEV_CASES
 
-# Measured hybrid+rerank page recall@8 on the dev set's 43 answerable cases: 0.95 (41/43).
-# The floor allows one more miss; anything below is a retrieval regression.
-RECALL_AT_8_FLOOR = 0.93
+# Measured hybrid+rerank page recall@8 on the dev set's 43 answerable cases: 0.977 (42/43; the
+# miss is astro-dev-041, Express -> the Node adapter's middleware mode). The floor allows one more
+# miss; anything below is a retrieval regression.
+RECALL_AT_8_FLOOR = 0.95
 
 
 # --- terms for lexical search (no index needed) ---------------------------------------------------
@@ -94,8 +95,12 @@ def test_import_meta_env_prod_finds_the_environment_variables_guide(astro_servic
     assert any(h.chunk.anchor == "default-environment-variables" for h in hits[:3])
 
 
-def test_astro_assets_finds_the_images_guide(astro_services):
-    assert "guides/images.mdx" in top_pages(astro_services, "astro:assets", 5)
+def test_astro_assets_finds_its_module_reference_and_the_images_guide(astro_services):
+    # The bare module name belongs to the module's reference page; a task phrased around it
+    # reaches the images guide's <Image /> section.
+    assert "reference/modules/astro-assets.mdx" in top_pages(astro_services, "astro:assets", 3)
+    hits = astro_services.search("use the Image component from astro:assets to show images stored in src/", ASTRO_CORPUS, 5).hits
+    assert "guides/images#image-" in {h.chunk.id.rsplit("/", 1)[0] for h in hits}
 
 
 def test_host_flag_finds_the_cli_reference(astro_services):

@@ -175,19 +175,6 @@ def eval_retrieval(
         console.print(f"wrote {json_out}")
 
 
-@app.command()
-def demo(
-    question: Annotated[str, typer.Argument()] = "How do I load a different .env file for staging builds?",
-) -> None:
-    """Index the bundled Astro docs (incremental) and answer one search."""
-    source = config.bundled_astro_docs()
-    if not source.is_dir():
-        fail(f"bundled Astro docs not found at {source}; set CITEDOCS_ASTRO_DOCS to the docs folder")
-    _run_ingest(source, config.ASTRO_CORPUS_NAME, config.ASTRO_BASE_URL)
-    console.rule(question)
-    _print_hits(_services().search(question, config.ASTRO_CORPUS_NAME, 5), as_json=False)
-
-
 BackendOpt = Annotated[
     Optional[str], typer.Option("--backend", help="extractive | openai (default: openai if CITEDOCS_LLM_BASE_URL is set).")
 ]
@@ -340,6 +327,25 @@ def calibrate(
     if write:
         write_thresholds(replace(services.thresholds, min_retrieval_score=result.threshold, calibrated_on=str(cases.name)))
         console.print(f"min_retrieval_score = {result.threshold:.3f} written")
+
+
+@app.command()
+def demo(
+    question: Annotated[str, typer.Argument()] = "How do I load a different .env file for staging builds?",
+) -> None:
+    """Index the bundled Astro docs (incremental), then show a search and a cited answer."""
+    from .contract import AskRequest
+    from .service import Services
+
+    source = config.bundled_astro_docs()
+    if not source.is_dir():
+        fail(f"bundled Astro docs not found at {source}; set CITEDOCS_ASTRO_DOCS to the docs folder")
+    _run_ingest(source, config.ASTRO_CORPUS_NAME, config.ASTRO_BASE_URL)
+    services = Services.open(backend="extractive")
+    console.rule(f"search: {question}")
+    _print_hits(services.search(question, config.ASTRO_CORPUS_NAME, 5), as_json=False)
+    console.rule(f"ask: {question}")
+    _print_answer(services.ask(AskRequest(question=question, corpus=config.ASTRO_CORPUS_NAME)))
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ from .base import Generator
 from .extractive import ExtractiveGenerator
 from .openai_compat import EndpointConfig, OpenAICompatibleGenerator
 
-BACKENDS = ("extractive", "openai")
+BACKENDS = ("extractive", "openai", "local")
 
 
 class BackendConfigError(ValueError):
@@ -29,4 +29,11 @@ def make_generator(kind: str | None, encoder: BiEncoder, thresholds: Thresholds)
                 "backend 'openai' needs CITEDOCS_LLM_BASE_URL (e.g. http://localhost:8000/v1) and CITEDOCS_LLM_MODEL"
             )
         return OpenAICompatibleGenerator(endpoint)
+    if kind == "local":
+        from .local import LocalBackendError, LocalGenerator  # imports no runtime until the first answer
+
+        try:
+            return LocalGenerator()
+        except LocalBackendError as exc:
+            raise BackendConfigError(str(exc)) from exc
     raise BackendConfigError(f"unknown backend {kind!r}; choose one of: {', '.join(BACKENDS)}")
