@@ -162,7 +162,8 @@ def replicate(services, source: str, target: str, size: int, seed: int = 7) -> d
             )
         )
         replica += 1
-        print(f"  replicated {written}/{size} chunks", file=sys.stderr, flush=True)
+        if replica % 5 == 0 or written >= size:
+            print(f"  replicated {written}/{size} chunks", file=sys.stderr, flush=True)
     seconds = time.perf_counter() - started
     return {"chunks": written, "replicas": replica, "write_s": seconds, "chunks_per_s": written / seconds}
 

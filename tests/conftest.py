@@ -95,3 +95,10 @@ def astro_services(tmp_path_factory: pytest.TempPathFactory, astro_docs: Path):
     assert not report.skipped, f"reference pages were skipped: {report.skipped}"
     yield services
     services.store.close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that needs the full Astro index is `slow` (deselect with ``-m "not slow"``)."""
+    for item in items:
+        if "astro_services" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
