@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from citedocs.cli import app
+from citedocs.contract import HistoryTurn
 from citedocs.eval.cases import load_cases
 from citedocs.eval.retrieval import score_case, summarize
 from citedocs.retrieve.hybrid import RRF_K, RetrievalConfig, reciprocal_rank_fusion
@@ -79,6 +80,30 @@ def test_rrf_rewards_agreement_over_a_single_top_rank():
 def test_rrf_constant_damps_the_weight_of_top_ranks():
     assert reciprocal_rank_fusion([["a", "b"]], k=0) == {"a": 1.0, "b": 0.5}
     assert reciprocal_rank_fusion([]) == {}
+
+
+def _turns(*questions: str) -> list[HistoryTurn]:
+    return [HistoryTurn(role="user", content=q) for q in questions]
+
+
+@pytest.mark.parametrize(
+    "follow_up",
+    [
+        "and how do I make one particular link do a normal full page load instead?",
+        "What if my privacy policy page should still be prebuilt as static HTML?",
+        "Can I make those values expire after an hour by default?",
+        "Which port?",
+    ],
+)
+def test_elliptical_follow_up_gets_the_previous_question_prepended(follow_up):
+    query = standalone_query_fallback(follow_up, _turns("How do I enable view transitions in Astro?"))
+    assert query.startswith("How do I enable view transitions in Astro?")
+    assert query.endswith(follow_up)
+
+
+def test_self_contained_follow_up_keeps_its_own_topic():
+    question = "How do I configure the Vercel adapter's maxDuration setting for serverless functions?"
+    assert standalone_query_fallback(question, _turns("How do I enable view transitions in Astro?")) == question
 
 
 # --- real searches on the full Astro index --------------------------------------------------------
