@@ -9,11 +9,13 @@ from __future__ import annotations
 import socket
 import threading
 import time
+import json
+import re
 from contextlib import contextmanager
 
 import uvicorn
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 
 
 def free_port() -> int:
@@ -23,13 +25,20 @@ def free_port() -> int:
 
 
 class FakeLLM:
-    """`mode`: "reply" (send `reply`), "slow" (sleep `delay` first), "garbage", "http500"."""
+    """`mode`: "reply" (send `reply`), "slow" (sleep `delay` first), "garbage", "http500".
+
+    A request with ``stream: true`` gets `reply` as Server-Sent Events, one word per event,
+    `drip` seconds apart; ``break_stream_after`` words, if set, end the stream with a broken event.
+    """
 
     def __init__(self) -> None:
         self.mode = "reply"
         self.reply = "NO_ANSWER: nothing scripted"
         self.rewrite_reply: str | None = None
         self.delay = 5.0
+        self.drip = 0.0
+        self.break_stream_after: int | None = None
+        self.stream_finished_at: float | None = None
         self.requests: list[dict] = []
         self.app = FastAPI()
 
@@ -45,10 +54,25 @@ class FakeLLM:
                 return JSONResponse({"error": "overloaded"}, status_code=500)
             system = body["messages"][0]["content"]
             content = self.rewrite_reply if system.startswith("Rewrite") and self.rewrite_reply else self.reply
+            if body.get("stream"):
+                return StreamingResponse(self._events(content), media_type="text/event-stream")
             return {
                 "choices": [{"message": {"role": "assistant", "content": content}}],
                 "usage": {"prompt_tokens": 10, "completion_tokens": 5},
             }
+
+
+    def _events(self, content: str):
+        for n, word in enumerate(re.findall(r"\S+\s*", content)):
+            if self.break_stream_after is not None and n == self.break_stream_after:
+                yield "data: {not json\n\n"
+                return
+            time.sleep(self.drip)
+            yield f"data: {json.dumps({'choices': [{'delta': {'content': word}}]})}\n\n"
+        usage = {"prompt_tokens": 10, "completion_tokens": 5}
+        yield f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n"
+        yield "data: [DONE]\n\n"
+        self.stream_finished_at = time.monotonic()
 
 
 @contextmanager

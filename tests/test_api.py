@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -218,3 +219,45 @@ def test_real_server_process_answers_and_refuses(astro_services):
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+STREAMED_REPLY = (
+    f"Add a mode name to the file name, such as .env.staging [{ENV_CHUNK}]. "
+    f"Then pass --mode staging to astro dev so the matching .env file loads [{ENV_CHUNK}]. "
+    f"You can run these commands with the --mode flag to load a different .env file [{ENV_CHUNK}]."
+)
+
+
+def _sse_events(response) -> Iterator[tuple[str, dict, float]]:
+    kind = None
+    for line in response.iter_lines():
+        if line.startswith("event: "):
+            kind = line.removeprefix("event: ")
+        elif line.startswith("data: "):
+            yield kind, json.loads(line.removeprefix("data: ")), time.monotonic()
+
+
+def test_stream_shows_a_validated_sentence_before_the_model_finishes(astro_services):
+    with running_fake_llm() as (fake, url):
+        fake.reply, fake.drip = STREAMED_REPLY, 0.1
+        client = TestClient(create_app(services_with_endpoint(astro_services, url)))
+        with client.stream("POST", "/ask/stream", json={"question": ANSWERABLE}) as response:
+            events = list(_sse_events(response))
+        finished = fake.stream_finished_at
+    sentences = [(data, at) for kind, data, at in events if kind == "sentence"]
+    final = events[-1][1]
+    assert events[-1][0] == "final" and final["refused"] is False
+    assert sentences and sentences[0][1] < finished  # shown while the model was still writing
+    assert all(data["ids"] == [ENV_CHUNK] for data, _ in sentences)
+    assert " ".join(d["rendered"] for d, _ in sentences).split() == final["answer"].split()
+
+
+def test_endpoint_breaking_mid_stream_ends_in_a_refusal_naming_the_fault(astro_services):
+    with running_fake_llm() as (fake, url):
+        fake.reply, fake.break_stream_after = STREAMED_REPLY, 25
+        client = TestClient(create_app(services_with_endpoint(astro_services, url)))
+        with client.stream("POST", "/ask/stream", json={"question": ANSWERABLE}) as response:
+            events = list(_sse_events(response))
+    kind, final, _ = events[-1]
+    assert kind == "final" and final["refused"] is True and final["citations"] == []
+    assert final["refusal_reason"].startswith("backend_error") and "garbage" in final["refusal_reason"]

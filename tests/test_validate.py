@@ -6,6 +6,7 @@ import pytest
 
 from citedocs.contract import RefusalReason
 from citedocs.encoders import bi_encoder
+from citedocs.sentences import Unit, settled_units, split_units
 from citedocs.types import Chunk, ChunkId
 from citedocs.validate.markers import parse_markers
 from citedocs.validate.support import SupportChecker
@@ -157,3 +158,40 @@ def test_paraphrased_but_faithful_claim_is_kept(validator):
     result = validator.validate(raw, RETRIEVED)
     assert result.refusal is None
     assert result.sentences[0].ids == [ENV_FILES.id]
+
+
+STREAMED_OUTPUTS = [
+    # a real claim, an invented id, a near-miss marker, an uncited sentence, copied code, a half marker
+    f"Add a mode name to the file name, e.g. `.env.staging` [{ENV_FILES.id}]. "
+    "Secrets can also live in the Astro Cloud vault [guides/astro-cloud#vault/1]. "
+    f"`import.meta.env.PROD` is `true` in production [1].\nThis is common practice.\n"
+    f"```shell\nastro dev --mode staging\n```\n[{ENV_FILES.id}]\n"
+    f"`import.meta.env.DEV` is `true` if your site is running in development [{DEFAULTS.id}",
+    f"Pass the `--mode` flag to load the matching `.env` file [{ENV_FILES.id}] [{DEFAULTS.id}]",
+    "NO_ANSWER: the docs do not cover staging hosts",
+]
+
+
+@pytest.mark.parametrize("raw", STREAMED_OUTPUTS)
+@pytest.mark.parametrize("piece", [1, 7, 40])
+def test_streamed_validation_matches_validating_the_whole_answer(validator, raw, piece):
+    session = validator.session(RETRIEVED)
+    text, fed, streamed = "", 0, []
+    for start in range(0, len(raw), piece):
+        text += raw[start : start + piece]
+        settled = settled_units(text)
+        streamed += [s for s in map(session.feed, settled[fed:]) if s is not None]
+        fed = len(settled)
+    streamed += [s for s in map(session.feed, split_units(text)[fed:]) if s is not None]
+    whole = validator.validate(raw, RETRIEVED)
+    assert session.finish(raw) == whole
+    if whole.refusal is None:
+        assert streamed == whole.sentences
+
+
+def test_a_sentence_is_not_settled_while_its_marker_is_still_arriving():
+    assert settled_units("Pass the flag. [guides/env#a") == []
+    assert settled_units("Pass the flag. [guides/env#a/1] Then") == [
+        Unit("Pass the flag. [guides/env#a/1]")
+    ]
+    assert settled_units("Run this:\n```shell\nastro dev\n") == []

@@ -13,6 +13,7 @@ from .generate.base import GenerationFault, Generator
 from .index.store import CorpusInfo, Store
 from .retrieve.hybrid import HybridRetriever, RetrievalConfig
 from .retrieve.rewrite import standalone_query_fallback
+from .sentences import Unit, settled_units, split_units
 from .validate.question import code_parts, contains_sequence, unsupported_question_terms
 from .validate.thresholds import Thresholds
 from .validate.validator import AcceptedSentence, CitationValidator
@@ -156,15 +157,45 @@ class AskPipeline:
             )
             return
 
+        session = self.validator.session(chunks)
+        validate_s = 0.0
+
+        def feed(units: list[Unit]) -> Iterator[AskEvent]:
+            nonlocal validate_s
+            for unit in units:
+                started = time.perf_counter()
+                accepted = session.feed(unit)
+                validate_s += time.perf_counter() - started
+                if accepted is not None:
+                    trace.stage_ms.setdefault("first_sentence", round((time.perf_counter() - trace.started) * 1000, 1))
+                    yield AskEvent("sentence", sentence=accepted)
+
+        generate_started = time.perf_counter()
+        fed = 0
         try:
-            generation = trace.timed("generate", self.generator.generate, question, chunks, request.history)
+            if hasattr(self.generator, "stream"):
+                stream = self.generator.stream(question, chunks, request.history)
+                text = ""
+                for delta in stream:
+                    text += delta
+                    settled = settled_units(text)
+                    yield from feed(settled[fed:])
+                    fed = len(settled)
+                generation = stream.generation
+            else:
+                generation = self.generator.generate(question, chunks, request.history)
         except GenerationFault as fault:
+            trace.stage_ms["generate"] = round((time.perf_counter() - generate_started - validate_s) * 1000, 1)
             trace.payload["backend_fault"] = {"kind": fault.kind, "detail": fault.detail}
             yield refuse(RefusalReason.backend_error, f"the answer backend failed ({fault.kind}: {fault.detail}).")
             return
+        trace.stage_ms["generate"] = round((time.perf_counter() - generate_started - validate_s) * 1000, 1)
         trace.payload.update(prompt_version=generation.prompt_version, usage=generation.usage)
 
-        validation = trace.timed("validate", self.validator.validate, generation.text, chunks)
+        yield from feed(split_units(generation.text)[fed:])
+        started = time.perf_counter()
+        validation = session.finish(generation.text)
+        trace.stage_ms["validate"] = round((validate_s + time.perf_counter() - started) * 1000, 1)
         decisions = validation.decisions_as_dicts()
         if validation.refusal is not None:
             detail = validation.refusal_detail.rstrip(".") + "."
@@ -175,7 +206,6 @@ class AskPipeline:
         cited: list[str] = []
         for sentence in validation.sentences:
             cited.extend(i for i in sentence.ids if i not in cited)
-            yield AskEvent("sentence", sentence=sentence)
         citations = [
             Citation(
                 id=cid,

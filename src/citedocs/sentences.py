@@ -60,3 +60,23 @@ def _prose_units(text: str) -> list[Unit]:
         for sentence in _split_prose(line):
             units.append(Unit(sentence))
     return units
+
+
+_FENCE_LINE = re.compile(r"^```", re.M)
+_BRACKETED = re.compile(r"\[[^\]\n]*(?:\]|$)")
+
+
+def settled_units(partial: str) -> list[Unit]:
+    """The units of a still-growing text that more text can no longer change.
+
+    A unit is settled once a later unit with real content has begun: until then its citation
+    markers may still be arriving (``... page load. [guides/`` ...). Text from an unclosed code
+    fence on is left for later, since a fence is only a unit once it closes.
+    """
+    fences = [m.start() for m in _FENCE_LINE.finditer(partial)]
+    if len(fences) % 2:
+        partial = partial[: fences[-1]]
+    units = split_units(partial)
+    if units and not units[-1].is_code and not re.search(r"\w", _BRACKETED.sub("", units[-1].text)):
+        units.pop()  # only (part of) a marker so far: the unit before it may still gain it
+    return units[:-1]

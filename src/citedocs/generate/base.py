@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -28,6 +28,23 @@ class Generation:
     usage: dict = field(default_factory=dict)
 
 
+class GenerationStream:
+    """A backend's output as it is produced: iterate for text deltas; once exhausted,
+    ``generation`` holds the whole output with its usage, as ``generate`` would have returned it."""
+
+    def __init__(self, deltas: Iterator[str], finish: Callable[[str], Generation]) -> None:
+        self._deltas = deltas
+        self._finish = finish
+        self.generation: Generation | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        parts: list[str] = []
+        for delta in self._deltas:
+            parts.append(delta)
+            yield delta
+        self.generation = self._finish("".join(parts))
+
+
 class Generator(Protocol):
     name: str
     model: str
@@ -37,3 +54,9 @@ class Generator(Protocol):
     def rewrite_query(self, question: str, history: Sequence[HistoryTurn]) -> str | None:
         """A standalone version of a follow-up question, or None to use the deterministic fallback."""
         ...
+
+
+class StreamingGenerator(Generator, Protocol):
+    """A backend that can hand over its output while it is still being written."""
+
+    def stream(self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn]) -> GenerationStream: ...

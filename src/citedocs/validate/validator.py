@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..contract import RefusalReason
 from ..generate.prompt import NO_ANSWER
-from ..sentences import split_units
+from ..sentences import Unit, split_units
 from ..types import Chunk
 from .markers import parse_markers, with_markers
 from .support import SupportChecker, content_terms
@@ -84,36 +84,33 @@ class CitationValidator:
         self.checker = checker
 
     def validate(self, raw: str, retrieved: list[Chunk]) -> ValidationResult:
-        declined = parse_no_answer(raw)
-        if declined is not None:
-            return ValidationResult([], [], RefusalReason.model_declined, declined or "the model found no answer")
-        by_id = {c.id: c for c in retrieved}
-        accepted: list[AcceptedSentence] = []
-        decisions: list[Decision] = []
+        session = self.session(retrieved)
         for unit in split_units(raw):
-            parsed = parse_markers(unit.text)
-            valid = [i for i in parsed.ids if i in by_id]
-            decision = Decision(
-                sentence=parsed.text,
-                action="dropped",
-                reason="",
-                cited=valid,
-                invented=[i for i in parsed.ids if i not in by_id],
-                malformed=parsed.malformed,
-            )
-            decisions.append(decision)
-            if not parsed.text or not re.search(r"\w", parsed.text):
-                decision.reason = "empty after removing markers"
-                continue
-            if unit.is_code:
-                self._check_code(parsed.text, valid, retrieved, decision)
-            else:
-                self._check_claim(parsed.text, valid, retrieved, by_id, decision)
-            if decision.action != "dropped":
-                accepted.append(AcceptedSentence(parsed.text, decision.final_ids))
-        if not any(content_terms(s.text) for s in accepted if not s.text.startswith("```")):
-            return ValidationResult([], decisions, RefusalReason.nothing_verifiable, "no sentence survived validation")
-        return ValidationResult(accepted, decisions)
+            session.feed(unit)
+        return session.finish(raw)
+
+    def session(self, retrieved: list[Chunk]) -> ValidationSession:
+        """Validation one unit at a time, so a streamed answer can show each sentence once it passes."""
+        return ValidationSession(self, retrieved)
+
+    def check_unit(self, unit: Unit, retrieved: list[Chunk], by_id: dict[str, Chunk]) -> Decision:
+        parsed = parse_markers(unit.text)
+        valid = [i for i in parsed.ids if i in by_id]
+        decision = Decision(
+            sentence=parsed.text,
+            action="dropped",
+            reason="",
+            cited=valid,
+            invented=[i for i in parsed.ids if i not in by_id],
+            malformed=parsed.malformed,
+        )
+        if not parsed.text or not re.search(r"\w", parsed.text):
+            decision.reason = "empty after removing markers"
+        elif unit.is_code:
+            self._check_code(parsed.text, valid, retrieved, decision)
+        else:
+            self._check_claim(parsed.text, valid, retrieved, by_id, decision)
+        return decision
 
     def _check_code(self, code: str, cited: list[str], retrieved: list[Chunk], decision: Decision) -> None:
         needle = _normalize_code(code)
@@ -147,3 +144,38 @@ class CitationValidator:
                 decision.coverage, decision.similarity = alternative.coverage, alternative.similarity
                 return
         decision.reason = f"unsupported: {verdict.reason()}"
+
+
+class ValidationSession:
+    """The validator's state over one answer: units go in as they complete, decisions accumulate,
+    and ``finish`` gives exactly what ``CitationValidator.validate`` gives for the whole text."""
+
+    def __init__(self, validator: CitationValidator, retrieved: list[Chunk]) -> None:
+        self.validator = validator
+        self.retrieved = retrieved
+        self.by_id = {c.id: c for c in retrieved}
+        self.accepted: list[AcceptedSentence] = []
+        self.decisions: list[Decision] = []
+        self.declined = False
+
+    def feed(self, unit: Unit) -> AcceptedSentence | None:
+        """The unit as the user may see it, or None when it is dropped (or the model declined)."""
+        if NO_ANSWER in unit.text:
+            self.declined = True
+        if self.declined:
+            return None
+        decision = self.validator.check_unit(unit, self.retrieved, self.by_id)
+        self.decisions.append(decision)
+        if decision.action == "dropped":
+            return None
+        sentence = AcceptedSentence(decision.sentence, decision.final_ids)
+        self.accepted.append(sentence)
+        return sentence
+
+    def finish(self, raw: str) -> ValidationResult:
+        declined = parse_no_answer(raw)
+        if declined is not None:
+            return ValidationResult([], [], RefusalReason.model_declined, declined or "the model found no answer")
+        if not any(content_terms(s.text) for s in self.accepted if not s.text.startswith("```")):
+            return ValidationResult([], self.decisions, RefusalReason.nothing_verifiable, "no sentence survived validation")
+        return ValidationResult(self.accepted, self.decisions)
