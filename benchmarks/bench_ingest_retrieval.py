@@ -113,7 +113,7 @@ def warm_up(services, corpus: str, rerank: bool) -> float:
 
 def replicate(services, source: str, target: str, size: int, seed: int = 7) -> dict[str, float]:
     """Copy the source corpus' chunks and vectors into ``target`` until it holds ``size`` chunks."""
-    from citedocs.index.store import CorpusInfo, IngestChanges
+    from citedocs.index.store import ChunkVectors, CorpusInfo, IngestChanges
     from citedocs.types import ChunkId
 
     store = services.store
@@ -143,7 +143,7 @@ def replicate(services, source: str, target: str, size: int, seed: int = 7) -> d
                         url=chunk.url.replace(info.base_url, f"{info.base_url}{prefix}/", 1),
                         text=f"{chunk.text}\n\n(copy {replica})",
                     ),
-                    vector,
+                    ChunkVectors(vector, None),  # no rerank is timed at this scale
                 )
             )
         written += take

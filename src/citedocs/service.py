@@ -59,7 +59,7 @@ class Services:
 
     @cached_property
     def retriever(self) -> HybridRetriever:
-        return HybridRetriever(self.store, self.encoder, default_reranker())
+        return HybridRetriever(self.store, self.encoder, default_reranker(self.store.token_vectors))
 
     @cached_property
     def thresholds(self) -> Thresholds:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..text import fts_match_expression, search_terms
 from ..types import Chunk, ChunkId
-from .store import CorpusInfo, DocumentRecord, IngestChanges
+from .store import ChunkVectors, CorpusInfo, DocumentRecord, IngestChanges
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS corpora (
@@ -51,6 +51,11 @@ CREATE TABLE IF NOT EXISTS chunks (
     content_hash TEXT NOT NULL,
     embedding BLOB NOT NULL,
     UNIQUE (corpus, id)
+);
+CREATE TABLE IF NOT EXISTS chunk_tokens (
+    rid INTEGER PRIMARY KEY,
+    n_tokens INTEGER NOT NULL,
+    vectors BLOB NOT NULL
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     corpus UNINDEXED, title, headings, body,
@@ -140,9 +145,9 @@ class SQLiteStore:
             try:
                 for chunk_id in changes.delete_chunk_ids:
                     self._delete_chunk(corpus, chunk_id)
-                for n, (chunk, vector) in enumerate(changes.upsert_chunks):
+                for n, (chunk, vectors) in enumerate(changes.upsert_chunks):
                     self._delete_chunk(corpus, chunk.id)
-                    self._insert_chunk(corpus, chunk, vector)
+                    self._insert_chunk(corpus, chunk, vectors)
                     if n == len(changes.upsert_chunks) // 2 and os.environ.get(_PAUSE_IN_WRITE_ENV):
                         time.sleep(float(os.environ[_PAUSE_IN_WRITE_ENV]))
                 db.executemany(
@@ -169,8 +174,9 @@ class SQLiteStore:
         if row:
             self._db.execute("DELETE FROM chunks WHERE rid = ?", (row["rid"],))
             self._db.execute("DELETE FROM chunks_fts WHERE rowid = ?", (row["rid"],))
+            self._db.execute("DELETE FROM chunk_tokens WHERE rid = ?", (row["rid"],))
 
-    def _insert_chunk(self, corpus: str, chunk: Chunk, vector: np.ndarray) -> None:
+    def _insert_chunk(self, corpus: str, chunk: Chunk, vectors: ChunkVectors) -> None:
         cursor = self._db.execute(
             "INSERT INTO chunks (corpus, id, doc_path, title, heading_path, anchor, anchor_path, url, text,"
             " token_count, content_hash, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -186,9 +192,14 @@ class SQLiteStore:
                 chunk.text,
                 chunk.token_count,
                 chunk.hash,
-                np.asarray(vector, dtype=np.float32).tobytes(),
+                np.asarray(vectors.sentence, dtype=np.float32).tobytes(),
             ),
         )
+        if vectors.tokens is not None:
+            self._db.execute(
+                "INSERT INTO chunk_tokens (rid, n_tokens, vectors) VALUES (?, ?, ?)",
+                (cursor.lastrowid, len(vectors.tokens), np.asarray(vectors.tokens, dtype=np.int8).tobytes()),
+            )
         self._db.execute(
             "INSERT INTO chunks_fts (rowid, corpus, title, headings, body) VALUES (?, ?, ?, ?, ?)",
             (
@@ -236,6 +247,18 @@ class SQLiteStore:
         ids = [ChunkId(r["id"]) for r in rows]
         matrix = np.frombuffer(b"".join(r["embedding"] for r in rows), dtype=np.float32).reshape(len(rows), -1)
         return ids, matrix
+
+    def token_vectors(self, corpus: str, ids: list[ChunkId]) -> dict[ChunkId, np.ndarray]:
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT c.id AS id, t.n_tokens AS n, t.vectors AS vectors FROM chunks c"
+                f" JOIN chunk_tokens t ON t.rid = c.rid WHERE c.corpus = ? AND c.id IN ({marks})",
+                (corpus, *ids),
+            ).fetchall()
+        return {ChunkId(r["id"]): np.frombuffer(r["vectors"], dtype=np.int8).reshape(r["n"], -1) for r in rows}
 
     # traces and feedback ---------------------------------------------------------------------
     def save_trace(self, trace_id: str, corpus: str, created_at: str, payload: dict) -> None:

@@ -32,12 +32,29 @@ class DocumentRecord:
     chunk_ids: tuple[ChunkId, ...]
 
 
+@dataclass(frozen=True)
+class ChunkVectors:
+    """What the index keeps of a chunk's embedding pass: the unit sentence vector (dense retrieval)
+    and its unit token vectors as int8 (x127), the late-interaction reranker's side of the match."""
+
+    sentence: np.ndarray
+    tokens: np.ndarray | None  # int8, shape (n_tokens, dim); None: the reranker encodes the chunk itself
+
+    @classmethod
+    def quantized(cls, sentence: np.ndarray, tokens: np.ndarray) -> ChunkVectors:
+        return cls(np.asarray(sentence, dtype=np.float32), np.round(tokens * 127).astype(np.int8))
+
+
+def dequantize_tokens(tokens: np.ndarray) -> np.ndarray:
+    return tokens.astype(np.float32) / 127
+
+
 @dataclass
 class IngestChanges:
     """Everything one ingest run writes; applied in a single transaction."""
 
     corpus: CorpusInfo
-    upsert_chunks: list[tuple[Chunk, np.ndarray]] = field(default_factory=list)
+    upsert_chunks: list[tuple[Chunk, ChunkVectors]] = field(default_factory=list)
     delete_chunk_ids: list[ChunkId] = field(default_factory=list)
     upsert_documents: list[DocumentRecord] = field(default_factory=list)
     delete_document_paths: list[str] = field(default_factory=list)
@@ -61,6 +78,10 @@ class Store(Protocol):
     ) -> list[tuple[ChunkId, float]]: ...
 
     def vectors(self, corpus: str) -> tuple[list[ChunkId], np.ndarray]: ...
+
+    def token_vectors(self, corpus: str, ids: list[ChunkId]) -> dict[ChunkId, np.ndarray]:
+        """Stored int8 token vectors (see ``ChunkVectors``); chunks indexed without them are absent."""
+        ...
 
     def save_trace(self, trace_id: str, corpus: str, created_at: str, payload: dict) -> None: ...
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..encoders import BiEncoder
-from ..index.store import CorpusInfo, DocumentRecord, IngestChanges, Store
+from ..encoders import LATE_INTERACTION_TOKENS, BiEncoder
+from ..index.store import ChunkVectors, CorpusInfo, DocumentRecord, IngestChanges, Store
 from ..types import Chunk, ChunkId, content_hash
 from .chunker import CHUNKER_VERSION, DocumentError, chunk_document
 
@@ -88,7 +88,7 @@ def ingest_corpus(
     if not base_url.startswith(("http://", "https://")):
         raise IngestError(f"--base-url must be an http(s) URL, got {base_url!r}")
     files = find_documents(source_dir)
-    pipeline = f"chunker-{CHUNKER_VERSION}+{encoder.name}"
+    pipeline = f"chunker-{CHUNKER_VERSION}+{encoder.name}+tokens{LATE_INTERACTION_TOKENS}"
     previous = store.get_corpus(corpus)
     rebuild = previous is None or previous.pipeline != pipeline or previous.base_url != base_url
     old_docs = {} if rebuild else store.documents(corpus)
@@ -165,15 +165,16 @@ def _all_ids_of(store: Store, corpus: str, previous: CorpusInfo | None) -> list[
     return list(store.chunk_hashes(corpus)) if previous else []
 
 
-def _embed(encoder: BiEncoder, chunks: list[Chunk], progress: ProgressFn | None) -> list[np.ndarray]:
+def _embed(encoder: BiEncoder, chunks: list[Chunk], progress: ProgressFn | None) -> list[ChunkVectors]:
     """Embed in length-sorted groups: similar lengths share a batch, so little time goes to padding."""
     order = sorted(range(len(chunks)), key=lambda i: len(chunks[i].text))
-    vectors: list[np.ndarray | None] = [None] * len(chunks)
+    vectors: list[ChunkVectors | None] = [None] * len(chunks)
     group = 256
     for start in range(0, len(order), group):
         part = order[start : start + group]
-        for i, vector in zip(part, encoder.encode([chunks[i].embedding_text() for i in part], batch_size=16)):
-            vectors[i] = vector
+        texts = [chunks[i].embedding_text() for i in part]
+        for i, (sentence, tokens) in zip(part, encoder.encode_with_tokens(texts, LATE_INTERACTION_TOKENS)):
+            vectors[i] = ChunkVectors.quantized(sentence, tokens)
         if progress:
             progress("embed", min(start + group, len(chunks)), len(chunks))
     return vectors  # type: ignore[return-value]

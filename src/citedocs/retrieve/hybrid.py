@@ -19,7 +19,7 @@ RRF_K = 60  # the constant from Cormack et al.; it damps the weight of top ranks
 class Reranker(Protocol):
     name: str
 
-    def score(self, query: str, chunks: list[Chunk]) -> list[float]: ...
+    def score(self, query: str, chunks: list[Chunk], corpus: str) -> list[float]: ...
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ class HybridRetriever:
         chunks = self.store.get_chunks(corpus, ordered[:depth])
         final_scores = [fused[c.id] for c in chunks]
         if config.rerank and self.reranker and chunks:
-            final_scores = timed("rerank", self.reranker.score, query, chunks)
+            final_scores = timed("rerank", self.reranker.score, query, chunks, corpus)
             for chunk, score in zip(chunks, final_scores):
                 stages[chunk.id]["rerank_score"] = score
         ranked = sorted(zip(chunks, final_scores), key=lambda pair: -pair[1])[:k]

@@ -3,49 +3,39 @@
 No PyPI package ships a cross-encoder reranker with its weights (see README, "Models"), so the
 default reranker is late interaction (ColBERT-style MaxSim) over the bundled bi-encoder's
 contextual token vectors: each query token is matched to its most similar chunk token, which
-rewards chunks that cover every part of the question rather than its gist.
+rewards chunks that cover every part of the question rather than its gist. A chunk's token
+vectors do not depend on the query, so ingest stores them (int8) and a query only encodes itself.
 """
 
 from __future__ import annotations
 
-import threading
+from collections.abc import Callable
 
 import numpy as np
 
-from ..encoders import BiEncoder, bi_encoder
-from ..types import Chunk
+from ..encoders import LATE_INTERACTION_TOKENS, BiEncoder, bi_encoder
+from ..index.store import dequantize_tokens
+from ..types import Chunk, ChunkId
+
+TokenSource = Callable[[str, list[ChunkId]], dict[ChunkId, np.ndarray]]
 
 
 class LateInteractionReranker:
     name = "maxsim-all-MiniLM-L6-v2"
 
-    def __init__(self, encoder: BiEncoder, max_tokens: int = 128) -> None:
-        self._model = encoder._model
-        self._lock = threading.Lock()
-        self.max_tokens = max_tokens  # chunk tokens looked at: the head of a chunk carries its topic
+    def __init__(self, encoder: BiEncoder, stored: TokenSource) -> None:
+        self.encoder = encoder
+        self.stored = stored  # (corpus, ids) -> int8 token vectors written at ingest
 
-    def _token_vectors(self, texts: list[str]) -> list[np.ndarray]:
-        with self._lock:
-            saved = self._model.max_seq_length
-            self._model.max_seq_length = self.max_tokens
-            try:
-                outputs = self._model.encode(
-                    texts, output_value="token_embeddings", batch_size=16, convert_to_numpy=False
-                )
-            finally:
-                self._model.max_seq_length = saved
-        vectors = []
-        for tokens in outputs:
-            matrix = tokens.float().numpy()[1:-1] if len(tokens) > 2 else tokens.float().numpy()  # drop [CLS]/[SEP]
-            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-            vectors.append(matrix / np.maximum(norms, 1e-6))
-        return vectors
-
-    def score(self, query: str, chunks: list[Chunk]) -> list[float]:
-        query_vectors = self._token_vectors([query])[0]
-        chunk_vectors = self._token_vectors([c.embedding_text() for c in chunks])
-        return [float((query_vectors @ cv.T).max(axis=1).mean()) for cv in chunk_vectors]
+    def score(self, query: str, chunks: list[Chunk], corpus: str) -> list[float]:
+        query_tokens = self.encoder.encode_with_tokens([query], LATE_INTERACTION_TOKENS)[0][1]
+        tokens = {cid: dequantize_tokens(t) for cid, t in self.stored(corpus, [c.id for c in chunks]).items()}
+        missing = [c for c in chunks if c.id not in tokens]  # an index written before tokens were stored
+        if missing:
+            live = self.encoder.encode_with_tokens([c.embedding_text() for c in missing], LATE_INTERACTION_TOKENS)
+            tokens.update((c.id, t) for c, (_, t) in zip(missing, live))
+        return [float((query_tokens @ tokens[c.id].T).max(axis=1).mean()) for c in chunks]
 
 
-def default_reranker() -> LateInteractionReranker:
-    return LateInteractionReranker(bi_encoder())
+def default_reranker(stored: TokenSource) -> LateInteractionReranker:
+    return LateInteractionReranker(bi_encoder(), stored)
