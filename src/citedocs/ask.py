@@ -107,6 +107,7 @@ class AskPipeline:
         )
         hits = result.hits
         trace.stage_ms.update({f"retrieve.{k}": round(v, 1) for k, v in result.stage_ms.items()})
+        trace.payload["retrieval_confidence"] = result.confidence
         trace.payload["retrieved"] = [
             {"id": h.chunk.id, "score": h.score, "stages": h.stages.__dict__} for h in hits
         ]
@@ -139,7 +140,7 @@ class AskPipeline:
             )
             return finish(response, raw, decisions)
 
-        top = hits[0].score if hits else 0.0
+        top = result.confidence if hits else 0.0
         if top < self.thresholds.min_retrieval_score:
             yield refuse(
                 RefusalReason.low_retrieval_confidence,

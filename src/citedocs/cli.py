@@ -176,7 +176,7 @@ def eval_retrieval(
 
 
 BackendOpt = Annotated[
-    Optional[str], typer.Option("--backend", help="extractive | openai (default: openai if CITEDOCS_LLM_BASE_URL is set).")
+    Optional[str], typer.Option("--backend", help="extractive | openai | local (default: openai if CITEDOCS_LLM_BASE_URL is set, else extractive).")
 ]
 
 

@@ -61,5 +61,5 @@ class StageScores:
 @dataclass(frozen=True)
 class SearchHit:
     chunk: Chunk
-    score: float  # the final stage's score (rerank score when reranked, else fused)
+    score: float  # what the hits are ordered by: rank fusion of BM25, dense (and the reranker's ranking)
     stages: StageScores = field(default_factory=StageScores)

@@ -1,6 +1,6 @@
 """Calibrating the one retrieval-confidence threshold on a labelled case file.
 
-The pipeline runs once with the threshold disabled, recording each case's top retrieval score and
+The pipeline runs once with the threshold disabled, recording each case's retrieval confidence (best rerank similarity) and
 whether the later stages refused anyway; then every candidate threshold is scored by the refusal F1
 the whole pipeline would reach with it. Ties go to the lower threshold (fewer needless refusals).
 """
@@ -49,7 +49,7 @@ def calibrate_retrieval_threshold(cases: list[EvalCase], services: Services, cor
             )
         )
         trace = services.trace(response.trace_id) or {}
-        top = trace["retrieved"][0]["score"] if trace.get("retrieved") else 0.0
+        top = trace["retrieval_confidence"] if trace.get("retrieved") else 0.0
         observations.append((case.should_refuse, top, response.refused))
 
     candidates = sorted({round(top, 4) for _, top, _ in observations})

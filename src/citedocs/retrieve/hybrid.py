@@ -34,6 +34,7 @@ class RetrievalConfig:
 class RetrievalResult:
     query: str
     hits: list[SearchHit]
+    confidence: float  # best rerank (MaxSim) similarity; what the refusal threshold is calibrated on
     stage_ms: dict[str, float] = field(default_factory=dict)
 
 
@@ -111,10 +112,17 @@ class HybridRetriever:
         depth = max(config.rerank_depth, k) if (config.rerank and self.reranker) else k
         chunks = self.store.get_chunks(corpus, ordered[:depth])
         final_scores = [fused[c.id] for c in chunks]
+        confidence = final_scores[0] if final_scores else 0.0
         if config.rerank and self.reranker and chunks:
-            final_scores = timed("rerank", self.reranker.score, query, chunks, corpus)
-            for chunk, score in zip(chunks, final_scores):
+            rerank_scores = timed("rerank", self.reranker.score, query, chunks, corpus)
+            for chunk, score in zip(chunks, rerank_scores):
                 stages[chunk.id]["rerank_score"] = score
+            # The reranker is one more vote, not the last word: its ranking is fused with the first
+            # stages' (MaxSim alone over-trusts chunks that echo the question's words; see README).
+            reranked = [c.id for _, c in sorted(zip(rerank_scores, chunks), key=lambda pair: -pair[0])]
+            final = reciprocal_rank_fusion([*rankings, reranked])
+            final_scores = [final[c.id] for c in chunks]
+            confidence = max(rerank_scores)
         ranked = sorted(zip(chunks, final_scores), key=lambda pair: -pair[1])[:k]
         hits = [SearchHit(chunk=c, score=float(s), stages=StageScores(**stages[c.id])) for c, s in ranked]
-        return RetrievalResult(query=query, hits=hits, stage_ms=timings)
+        return RetrievalResult(query=query, hits=hits, confidence=float(confidence), stage_ms=timings)
