@@ -88,8 +88,9 @@ class ExtractiveGenerator:
 
     @staticmethod
     def _code_after(chosen: list[_Candidate], candidates: list[_Candidate]) -> _Candidate | None:
-        """The code sample right after a chosen sentence (commands and config usually follow their prose)."""
-        for sentence in chosen:
+        """The code sample right after a chosen sentence (commands and config usually follow their prose);
+        a sentence ending in a colon announces its sample, so its sample comes first."""
+        for sentence in sorted(chosen, key=lambda c: not c.text.rstrip().endswith(":")):
             for candidate in candidates:
                 if (
                     candidate.is_code
