@@ -9,7 +9,8 @@ from citedocs.encoders import bi_encoder
 from citedocs.sentences import Unit, settled_units, split_units
 from citedocs.types import Chunk, ChunkId
 from citedocs.validate.markers import parse_markers
-from citedocs.validate.support import SupportChecker
+from citedocs.validate.question import code_parts, contains_sequence, unsupported_question_terms
+from citedocs.validate.support import SupportChecker, content_terms
 from citedocs.validate.thresholds import load_thresholds
 from citedocs.validate.validator import CitationValidator
 
@@ -195,3 +196,31 @@ def test_a_sentence_is_not_settled_while_its_marker_is_still_arriving():
         Unit("Pass the flag. [guides/env#a/1]")
     ]
     assert settled_units("Run this:\n```shell\nastro dev\n") == []
+
+
+class ChunksProbe:
+    """The question gate's corpus look-ups over an in-memory list of chunks (a two-chunk corpus)."""
+
+    def __init__(self, chunks: list[Chunk]) -> None:
+        self.chunks = chunks
+
+    def mentions(self, term: str) -> bool:
+        return any(term in content_terms(c.text) for c in self.chunks)
+
+    def has_sequence(self, parts: list[str]) -> bool:
+        return any(contains_sequence(code_parts(c.text), parts) for c in self.chunks)
+
+
+def test_option_the_docs_lack_is_named_as_the_user_wrote_it():
+    question = "How do I use the client:hover directive to hydrate on mouse over?"
+    assert unsupported_question_terms(question, RETRIEVED, ChunksProbe(RETRIEVED)) == ["client:hover"]
+
+
+def test_quoted_code_that_appears_nowhere_in_the_corpus_is_flagged():
+    question = "What does `astro dev --staging-only` do?"
+    assert unsupported_question_terms(question, RETRIEVED, ChunksProbe(RETRIEVED)) == ["astro dev --staging-only"]
+
+
+def test_the_users_own_paths_and_values_are_not_looked_up():
+    question = "Can I load `config/.env.qa` with `--mode` and read `import.meta.env.PROD`?"
+    assert unsupported_question_terms(question, RETRIEVED, ChunksProbe(RETRIEVED)) == []

@@ -65,6 +65,14 @@ def _proper_names(question: str) -> list[str]:
     return names
 
 
+def _as_written(term: str, question: str) -> str:
+    """``client_hover`` as the user typed it (``client:hover``), for the refusal message."""
+    for raw in re.findall(r"-{0,2}[\w$@][\w$@.:/\-]*", question):
+        if "_".join(code_parts(raw)) == term:
+            return raw.rstrip(".:")
+    return term
+
+
 def unsupported_question_terms(question: str, evidence: list[Chunk], probe: CorpusProbe) -> list[str]:
     """Terms of the question the docs cannot speak to (empty list: nothing suspicious)."""
     question = _URL.sub(" ", question)
@@ -77,7 +85,7 @@ def unsupported_question_terms(question: str, evidence: list[Chunk], probe: Corp
             continue
         normalized = {next(iter(content_terms(p)), p) for p in parts}
         if not any(normalized <= terms for terms in chunk_terms):
-            missing.append(term)
+            missing.append(_as_written(term, unquoted))
     for name in _proper_names(question):
         if not probe.mentions(name.lower()):
             missing.append(name)
