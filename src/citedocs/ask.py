@@ -112,7 +112,8 @@ class AskPipeline:
             {"id": h.chunk.id, "score": h.score, "stages": h.stages.__dict__} for h in hits
         ]
         chunks = [h.chunk for h in hits]
-        scores = {h.chunk.id: h.score for h in hits}
+        # users see how closely a source matches the question (MaxSim), not its fused rank score
+        scores = {h.chunk.id: h.stages.rerank_score if h.stages.rerank_score is not None else h.score for h in hits}
 
         def finish(response: AskResponse, raw: str | None = None, decisions: list | None = None) -> AskEvent:
             trace.stage_ms["total"] = round((time.perf_counter() - trace.started) * 1000, 1)
