@@ -237,12 +237,16 @@ def _sse_events(response) -> Iterator[tuple[str, dict, float]]:
             yield kind, json.loads(line.removeprefix("data: ")), time.monotonic()
 
 
+def _ask_stream(astro_services, llm_url: str) -> list[tuple[str, dict, float]]:
+    client = TestClient(create_app(services_with_endpoint(astro_services, llm_url)))
+    with client.stream("POST", "/ask/stream", json={"question": ANSWERABLE}) as response:
+        return list(_sse_events(response))
+
+
 def test_stream_shows_a_validated_sentence_before_the_model_finishes(astro_services):
     with running_fake_llm() as (fake, url):
         fake.reply, fake.drip = STREAMED_REPLY, 0.1
-        client = TestClient(create_app(services_with_endpoint(astro_services, url)))
-        with client.stream("POST", "/ask/stream", json={"question": ANSWERABLE}) as response:
-            events = list(_sse_events(response))
+        events = _ask_stream(astro_services, url)
         finished = fake.stream_finished_at
     sentences = [(data, at) for kind, data, at in events if kind == "sentence"]
     final = events[-1][1]
@@ -255,9 +259,7 @@ def test_stream_shows_a_validated_sentence_before_the_model_finishes(astro_servi
 def test_endpoint_breaking_mid_stream_ends_in_a_refusal_naming_the_fault(astro_services):
     with running_fake_llm() as (fake, url):
         fake.reply, fake.break_stream_after = STREAMED_REPLY, 25
-        client = TestClient(create_app(services_with_endpoint(astro_services, url)))
-        with client.stream("POST", "/ask/stream", json={"question": ANSWERABLE}) as response:
-            events = list(_sse_events(response))
+        events = _ask_stream(astro_services, url)
     kind, final, _ = events[-1]
     assert kind == "final" and final["refused"] is True and final["citations"] == []
     assert final["refusal_reason"].startswith("backend_error") and "garbage" in final["refusal_reason"]
