@@ -85,11 +85,17 @@ def _print_hits(result, as_json: bool) -> None:
             }
             for h in result.hits
         ]
-        print(json.dumps({"query": result.query, "hits": rows, "stage_ms": result.stage_ms}, indent=2))
+        print(
+            json.dumps(
+                {"query": result.query, "confidence": result.confidence, "hits": rows, "stage_ms": result.stage_ms},
+                indent=2,
+            )
+        )
         return
     for n, hit in enumerate(result.hits, start=1):
         chunk = hit.chunk
-        console.print(f"[bold]{n}. {chunk.id}[/]  score {hit.score:.3f}")
+        match = f"  match {hit.stages.rerank_score:.2f}" if hit.stages.rerank_score is not None else ""
+        console.print(f"[bold]{n}. {chunk.id}[/]  score {hit.score:.3f}{match}")
         console.print(f"   {chunk.title} › {chunk.section}")
         console.print(f"   [link={chunk.url}]{chunk.url}[/link]")
         snippet = " ".join(chunk.text.split())[:200]
