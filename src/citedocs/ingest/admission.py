@@ -203,10 +203,10 @@ def default_report_path(corpus: str) -> Path:
 def approve(policy: AdmissionPolicy, source_dir: Path, paths: list[str]) -> dict[str, str]:
     """Pin ``paths`` (corpus-relative) to their current sha256 in the approvals file; return them."""
     if policy.approvals_file is None:
-        where = policy.source or "the default policy"
+        where = f"admission policy {policy.source}" if policy.source else "the corpus uses the default admission policy, which"
         raise PolicyError(
-            f"admission policy {where} has no approvals file. "
-            'Add `approvals = "approved.toml"` to the policy, then approve again.'
+            f"{where} has no approvals file. Pass --admission POLICY.toml with "
+            '`approvals = "approved.toml"` in it, then approve again.'
         )
     pinned = {}
     for rel in paths:
