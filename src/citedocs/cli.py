@@ -13,11 +13,16 @@ from rich.table import Table
 
 from . import config
 from .eval.cases import CaseFileError
+from .ingest.admission import PolicyError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Cited answers from your docs, or an honest refusal.")
 console = Console()
 err = Console(stderr=True)
 
+AdmissionOpt = Annotated[
+    Optional[Path],
+    typer.Option(help="Admission policy (TOML); remembered for the corpus, so later runs may omit it."),
+]
 CorpusOpt = Annotated[str, typer.Option("--corpus", "-c", help="Corpus name.", envvar="CITEDOCS_CORPUS")]
 
 
@@ -32,7 +37,9 @@ def _services():
     return Services.open()
 
 
-def _run_ingest(source: Path, corpus: str, base_url: str) -> None:
+def _run_ingest(
+    source: Path, corpus: str, base_url: str, admission: Path | None = None, admission_report: Path | None = None
+) -> None:
     from .ingest.pipeline import IngestError
 
     services = _services()
@@ -47,8 +54,8 @@ def _run_ingest(source: Path, corpus: str, base_url: str) -> None:
             progress.update(tasks[phase], completed=done, total=total)
 
         try:
-            result = services.ingest(source, corpus, base_url, report)
-        except IngestError as exc:
+            result = services.ingest(source, corpus, base_url, report, admission, admission_report)
+        except (IngestError, PolicyError) as exc:
             fail(str(exc))
     for skipped in result.skipped:
         kept = " (previous version kept)" if skipped.kept_previous else ""
@@ -59,6 +66,13 @@ def _run_ingest(source: Path, corpus: str, base_url: str) -> None:
         f"{result.changed} changed, {result.removed} removed, {result.unchanged} unchanged "
         f"in {result.seconds:.1f}s"
     )
+    remembered = " (remembered for this corpus)" if admission is None and result.policy != "default" else ""
+    rejected = ", ".join(f"{n} {reason}" for reason, n in sorted(result.rejected_by_reason().items())) or "none"
+    outcomes = result.file_outcomes()
+    console.print(
+        f"admission policy {result.policy}{remembered}: {sum(d.admitted for d in outcomes)} admitted, "
+        f"rejected: {rejected}; report: {result.admission_report}"
+    )
 
 
 @app.command()
@@ -66,9 +80,36 @@ def ingest(
     source: Annotated[Path, typer.Argument(help="Folder of .md/.mdx files.")],
     corpus: CorpusOpt = config.ASTRO_CORPUS_NAME,
     base_url: Annotated[str, typer.Option(help="Public URL the folder is served under.")] = config.ASTRO_BASE_URL,
+    admission: AdmissionOpt = None,
+    admission_report: Annotated[
+        Optional[Path], typer.Option(help="Also write the admission report (JSON) here.")
+    ] = None,
 ) -> None:
     """Index a docs folder (incremental: only changed chunks are re-embedded)."""
-    _run_ingest(source, corpus, base_url)
+    _run_ingest(source, corpus, base_url, admission, admission_report)
+
+
+admission_app = typer.Typer(no_args_is_help=True, help="The admission registry: which docs may be evidence.")
+app.add_typer(admission_app, name="admission")
+
+
+@admission_app.command("approve")
+def admission_approve(
+    source: Annotated[Path, typer.Argument(help="Folder of .md/.mdx files.")],
+    paths: Annotated[Optional[list[str]], typer.Argument(help="Corpus-relative paths (default: every doc).")] = None,
+    corpus: CorpusOpt = config.ASTRO_CORPUS_NAME,
+    admission: AdmissionOpt = None,
+) -> None:
+    """Pin documents to their current content hashes in the policy's approvals file."""
+    from .ingest.pipeline import IngestError
+
+    try:
+        pinned = _services().approve(source, corpus, paths or [], admission)
+    except (IngestError, PolicyError) as exc:
+        fail(str(exc))
+    for rel, digest in pinned.items():
+        console.print(f"approved {rel} sha256 {digest}")
+    console.print(f"{len(pinned)} document(s) approved; run `citedocs ingest` to admit them")
 
 
 def _print_hits(result, as_json: bool) -> None:

@@ -10,7 +10,8 @@ from . import config
 from .encoders import BiEncoder, bi_encoder
 from .index.sqlite import SQLiteStore
 from .index.store import CorpusInfo, Store
-from .ingest.pipeline import IngestReport, ProgressFn, ingest_corpus
+from .ingest.admission import approve, default_report_path, remember_policy, resolve_policy
+from .ingest.pipeline import IngestReport, ProgressFn, find_documents, ingest_corpus
 from .retrieve.hybrid import HybridRetriever, RetrievalConfig, RetrievalResult
 from .retrieve.rerank import default_reranker
 from .ask import AskEvent, AskPipeline
@@ -82,8 +83,27 @@ class Services:
             raise UnknownCorpus(name, [c.name for c in self.store.list_corpora()])
         return info
 
-    def ingest(self, source_dir: Path, corpus: str, base_url: str, progress: ProgressFn | None = None) -> IngestReport:
-        return ingest_corpus(self.store, self.encoder, source_dir, corpus, base_url, progress)
+    def ingest(
+        self,
+        source_dir: Path,
+        corpus: str,
+        base_url: str,
+        progress: ProgressFn | None = None,
+        admission: Path | None = None,
+        report_path: Path | None = None,
+    ) -> IngestReport:
+        """Ingest under the given (else remembered, else default) admission policy; write the admission report."""
+        policy = resolve_policy(corpus, admission)
+        report = ingest_corpus(self.store, self.encoder, source_dir, corpus, base_url, progress, policy)
+        remember_policy(corpus, policy)
+        report.admission_report = report_path or default_report_path(corpus)
+        report.write_admission_report(report.admission_report)
+        return report
+
+    def approve(self, source_dir: Path, corpus: str, paths: list[str], admission: Path | None = None) -> dict[str, str]:
+        """Pin the given corpus-relative paths (default: every doc in the folder) to their current hashes."""
+        rels = paths or [p.relative_to(source_dir).as_posix() for p in find_documents(source_dir)]
+        return approve(resolve_policy(corpus, admission), source_dir, rels)
 
     def search(
         self, question: str, corpus: str, k: int = 8, retrieval: RetrievalConfig | None = None

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import json
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import numpy as np
 from ..encoders import LATE_INTERACTION_TOKENS, BiEncoder
 from ..index.store import ChunkVectors, CorpusInfo, DocumentRecord, IngestChanges, Store
 from ..types import Chunk, ChunkId, content_hash
+from .admission import AdmissionDecision, AdmissionPolicy
 from .chunker import CHUNKER_VERSION, DocumentError, chunk_document
 
 DOC_SUFFIXES = (".md", ".mdx", ".markdown")
@@ -39,8 +42,32 @@ class IngestReport:
     removed: int = 0
     unchanged: int = 0
     skipped: list[SkippedFile] = field(default_factory=list)
+    admission: list[AdmissionDecision] = field(default_factory=list)  # one per file seen
+    policy: str = "default"  # the admission policy file, or "default"
+    admission_report: Path | None = None  # where the admission report was written
     version: str = ""
     seconds: float = 0.0
+
+    def file_outcomes(self) -> list[AdmissionDecision]:
+        """Every file seen: admitted, or rejected by the policy or as malformed, with the reason."""
+        malformed = {s.path: f"malformed: {s.reason}" for s in self.skipped}
+        return [AdmissionDecision(d.path, False, malformed[d.path]) if d.path in malformed else d for d in self.admission]
+
+    def rejected_by_reason(self) -> Counter[str]:
+        return Counter(d.reason.split(":")[0] for d in self.file_outcomes() if not d.admitted)
+
+    def write_admission_report(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        outcomes = self.file_outcomes()
+        body = {
+            "corpus": self.corpus,
+            "version": self.version,
+            "policy": self.policy,
+            "admitted": sum(d.admitted for d in outcomes),
+            "rejected": dict(self.rejected_by_reason()),
+            "files": [asdict(d) for d in outcomes],
+        }
+        path.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
 
 
 ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)
@@ -80,6 +107,7 @@ def ingest_corpus(
     corpus: str,
     base_url: str,
     progress: ProgressFn | None = None,
+    policy: AdmissionPolicy = AdmissionPolicy(),
 ) -> IngestReport:
     """Parse changed files, embed changed chunks, then write everything in one transaction."""
     started = datetime.now(timezone.utc)
@@ -94,13 +122,17 @@ def ingest_corpus(
     old_docs = {} if rebuild else store.documents(corpus)
     old_hashes = {} if rebuild else store.chunk_hashes(corpus)
 
-    report = IngestReport(corpus=corpus, files_seen=len(files))
+    report = IngestReport(corpus=corpus, files_seen=len(files), policy=str(policy.source or "default"))
     new_docs: dict[str, DocumentRecord] = {}
     fresh_chunks: dict[ChunkId, Chunk] = {}
     kept_ids: set[ChunkId] = set()
     entries = []
     for path in files:
         data = path.read_bytes()
+        decision = policy.decide(path.relative_to(source_dir).as_posix(), data)
+        report.admission.append(decision)
+        if not decision.admitted:  # not in new_docs: its chunks are removed in the same transaction
+            continue
         entries.append((path, path.relative_to(source_dir).as_posix(), data, hashlib.sha256(data).hexdigest()[:16]))
     # ids held by unchanged files: a new or edited file that maps to the same page must not take them
     claimed = {
@@ -127,7 +159,7 @@ def ingest_corpus(
                 fresh_chunks.update((c.id, c) for c in parsed.chunks)
                 new_docs[rel] = DocumentRecord(rel, file_hash, tuple(c.id for c in parsed.chunks))
         if progress:
-            progress("parse", n, len(files))
+            progress("parse", n, len(entries))
 
     kept_ids -= fresh_chunks.keys()
     to_embed = [c for c in fresh_chunks.values() if old_hashes.get(c.id) != c.hash]
