@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..config import DEFAULT_TENANT
 from ..encoders import BiEncoder
 from ..index.store import CorpusInfo, DocumentRecord, IngestChanges, Store
 from ..types import Chunk, ChunkId, content_hash
@@ -80,6 +81,7 @@ def ingest_corpus(
     corpus: str,
     base_url: str,
     progress: ProgressFn | None = None,
+    tenant: str = DEFAULT_TENANT,
 ) -> IngestReport:
     """Parse changed files, embed changed chunks, then write everything in one transaction."""
     started = datetime.now(timezone.utc)
@@ -150,6 +152,7 @@ def ingest_corpus(
             pipeline=pipeline,
             chunk_count=len(hashes),
             updated_at=started.isoformat(timespec="seconds"),
+            tenant=tenant,
         ),
         upsert_chunks=list(zip(to_embed, vectors)),
         delete_chunk_ids=removed if not rebuild else _all_ids_of(store, corpus, previous),
