@@ -7,6 +7,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from datetime import datetime, timedelta, timezone
 
@@ -196,6 +197,21 @@ def test_prune_defaults_to_the_retention_setting(tenant_services, monkeypatch):
     assert tenant_services.prune_traces() >= 1
     with pytest.raises(UnknownTrace):
         tenant_services.trace(expired)
+
+
+def test_a_running_server_keeps_pruning_expired_traces(tenant_services, monkeypatch):
+    monkeypatch.setenv("CITEDOCS_RETENTION_DAYS", "30")
+    expired, stop = backdated_trace(tenant_services, 31), threading.Event()
+    thread = tenant_services.keep_pruning(0.05, stop)
+    try:
+        deadline = time.time() + 10
+        while tenant_services.store.get_trace(expired) is not None and time.time() < deadline:
+            time.sleep(0.05)
+        assert tenant_services.store.get_trace(expired) is None
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+    assert not thread.is_alive()
 
 
 def test_prune_rejects_a_negative_age(tmp_home):

@@ -23,6 +23,7 @@ console = Console()
 err = Console(stderr=True)
 
 CorpusOpt = Annotated[str, typer.Option("--corpus", "-c", help="Corpus name.", envvar="CITEDOCS_CORPUS")]
+RETENTION_EVERY_S = 6 * 3600  # `serve` prunes expired traces at start and then this often
 TenantOpt = Annotated[str, typer.Option("--tenant", "-t", help="Tenant that owns the corpus / key.")]
 
 
@@ -240,6 +241,8 @@ def serve(
     backend: BackendOpt = None,
 ) -> None:
     """Start the HTTP API and web chat (uvicorn)."""
+    import threading
+
     import uvicorn
 
     from .api.app import create_app
@@ -255,6 +258,7 @@ def serve(
         fail(str(exc))
     services.retriever  # load the models before accepting traffic
     pruned = services.prune_traces()
+    services.keep_pruning(RETENTION_EVERY_S, threading.Event())
     auth = "API keys required" if application.state.auth_required else "no auth (local use)"
     err.print(f"citedocs on http://{host}:{port}  (API docs: /docs; {auth}; pruned {pruned} expired traces)")
     configure_json_logging()

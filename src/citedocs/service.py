@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import cached_property
@@ -21,6 +23,9 @@ from .generate.base import Generator
 from .validate.support import SupportChecker
 from .validate.thresholds import Thresholds, load_thresholds
 from .validate.validator import CitationValidator
+
+
+log = logging.getLogger("citedocs.retention")
 
 
 class UnknownCorpus(LookupError):
@@ -180,6 +185,20 @@ class Services:
         """Delete traces (and their feedback) older than ``older_than_days`` (default: retention_days)."""
         days = config.setting("retention_days") if older_than_days is None else older_than_days
         return self.store.prune_traces((_now() - timedelta(days=days)).isoformat(timespec="seconds"))
+
+    def keep_pruning(self, every_s: float, stop: threading.Event) -> threading.Thread:
+        """Prune past retention_days every ``every_s`` seconds in a daemon thread, until ``stop`` is set."""
+
+        def loop() -> None:
+            while not stop.wait(every_s):
+                try:
+                    log.info("pruned expired traces", extra={"deleted": self.prune_traces()})
+                except Exception:  # a failed round is logged and retried next round; the server keeps serving
+                    log.exception("pruning expired traces failed")
+
+        thread = threading.Thread(target=loop, name="citedocs-retention", daemon=True)
+        thread.start()
+        return thread
 
     # API keys ------------------------------------------------------------------------------------
     def create_key(self, tenant: str, name: str | None = None) -> tuple[ApiKey, str]:
