@@ -137,6 +137,18 @@ def test_ingesting_into_another_tenants_corpus_is_refused(tenant_services, tmp_p
     assert tenant_services.corpus("acme-docs").tenant == "acme"
 
 
+def test_cli_ingest_records_the_tenant_and_refuses_another_tenants_corpus(tmp_home, tmp_path):
+    docs = copy_astro_pages(tmp_path / "docs", TENANT_CORPORA["acme"][1])
+    runner = CliRunner()
+    first = runner.invoke(cli, ["ingest", str(docs), "--corpus", "shared", "--tenant", "acme"], env={"COLUMNS": "200"})
+    assert first.exit_code == 0, first.output
+    assert "owned by tenant acme" in first.output
+    second = runner.invoke(cli, ["ingest", str(docs), "--corpus", "shared", "--tenant", "globex"], env={"COLUMNS": "200"})
+    assert second.exit_code == 2
+    assert "belongs to tenant 'acme'" in second.output and "pick another corpus name" in second.output
+    assert Services.open().corpus("shared").tenant == "acme"
+
+
 def test_key_secret_is_stored_only_as_its_hash(tenant_services):
     key, secret = tenant_services.create_key("globex", "hash check")
     with sqlite3.connect(tenant_services.store.path) as db:

@@ -62,10 +62,10 @@ def _run_ingest(source: Path, corpus: str, base_url: str, tenant: str = config.D
         kept = " (previous version kept)" if skipped.kept_previous else ""
         err.print(f"[yellow]skipped[/] {skipped.path}: {skipped.reason}{kept}")
     console.print(
-        f"corpus [bold]{corpus}[/] (tenant {tenant}) version {result.version}: {result.files_seen} files "
+        f"corpus [bold]{corpus}[/] version {result.version}: {result.files_seen} files "
         f"({result.files_parsed} parsed, {len(result.skipped)} skipped); chunks: {result.added} added, "
         f"{result.changed} changed, {result.removed} removed, {result.unchanged} unchanged "
-        f"in {result.seconds:.1f}s"
+        f"in {result.seconds:.1f}s; owned by tenant {tenant}"
     )
 
 
