@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from citedocs import config
 from citedocs.api.app import create_app
+from citedocs.auth import RateLimited, RateLimiter
 from citedocs.cli import app as cli
 from citedocs.contract import AskRequest
 from citedocs.generate.openai_compat import EndpointConfig, OpenAICompatibleGenerator
@@ -258,3 +259,19 @@ def test_real_server_requires_keys_and_logs_one_json_line_per_request(tenant_ser
     logged = requests[-1]
     assert logged["route"] == "/ask" and logged["status"] == 200 and logged["tenant"] == "acme"
     assert logged["trace_id"] == answer["trace_id"] and logged["latency_ms"] > 0
+
+
+def test_rate_limiter_refills_and_forgets_idle_clients():
+    now = [0.0]
+    limiter = RateLimiter(60, clock=lambda: now[0], max_identities=2)
+    for _ in range(60):
+        limiter.take("a")
+    with pytest.raises(RateLimited) as limited:
+        limiter.take("a")
+    assert limited.value.retry_after_s == pytest.approx(1.0)
+    now[0] = 1.0
+    limiter.take("a")  # one token back after a second
+    now[0] = 120.0
+    for client in ("b", "c", "d"):
+        limiter.take(client)
+    assert "a" not in limiter._buckets  # idle long enough to be full again: forgotten

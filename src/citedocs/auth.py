@@ -53,9 +53,16 @@ def bearer_token(authorization: str | None) -> str:
 
 
 class RateLimiter:
-    """Token bucket per identity: ``per_minute`` requests of burst, refilled evenly. Per process, in memory."""
+    """Token bucket per identity: ``per_minute`` requests of burst, refilled evenly. Per process, in memory.
 
-    def __init__(self, per_minute: int, clock: Callable[[], float] = time.monotonic) -> None:
+    Past ``max_identities`` buckets, the ones that have refilled completely are forgotten (a full
+    bucket is what a new identity gets anyway), so many client IPs cannot grow memory without bound.
+    """
+
+    def __init__(
+        self, per_minute: int, clock: Callable[[], float] = time.monotonic, max_identities: int = 10_000
+    ) -> None:
+        self.max_identities = max_identities
         self.per_minute = per_minute
         self._clock = clock
         self._buckets: dict[str, tuple[float, float]] = {}  # identity -> (tokens, updated at)
@@ -74,3 +81,6 @@ class RateLimiter:
                 self._buckets[identity] = (tokens, now)
                 raise RateLimited((1.0 - tokens) / rate, self.per_minute)
             self._buckets[identity] = (tokens - 1.0, now)
+            if len(self._buckets) > self.max_identities:
+                full_after = 60.0  # seconds for an empty bucket to refill completely
+                self._buckets = {k: v for k, v in self._buckets.items() if now - v[1] < full_after}
