@@ -102,3 +102,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "astro_services" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+
+
+# Two tenants, each owning a small corpus of different real Astro pages.
+TENANT_CORPORA = {
+    "acme": ("acme-docs", ("guides/deploy/heroku.mdx", "recipes/add-yaml-support.mdx")),
+    "globex": ("globex-docs", ("reference/errors/missing-sharp.mdx", "guides/backend/index.mdx")),
+}
+
+
+@pytest.fixture(scope="session")
+def tenant_services(tmp_path_factory: pytest.TempPathFactory, astro_docs: Path):
+    """``Services`` on a real index holding one small corpus per tenant in TENANT_CORPORA."""
+    from citedocs.service import Services
+
+    home = tmp_path_factory.mktemp("tenants-home")
+    services = Services.open(home / "citedocs.sqlite3", backend="extractive")
+    for tenant, (corpus, pages) in TENANT_CORPORA.items():
+        docs = copy_astro_pages(home / "docs" / tenant, pages)
+        services.ingest(docs, corpus, ASTRO_BASE_URL, tenant=tenant)
+    yield services
+    services.store.close()

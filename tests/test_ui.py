@@ -83,6 +83,40 @@ def server(astro_services):
 
 
 @pytest.fixture(scope="module")
+def guarded_server(tenant_services):
+    """A real `citedocs serve` with auth required, over the two-tenant index; yields (url, acme's key)."""
+    secret = tenant_services.create_key("acme", "browser test")[1]
+    port = free_port()
+    env = {
+        **os.environ,
+        "CITEDOCS_HOME": str(tenant_services.store.path.parent),
+        "CITEDOCS_BACKEND": "extractive",
+        "CITEDOCS_AUTH": "required",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "citedocs.cli", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            try:
+                if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("citedocs serve (auth required) did not come up")
+        yield base, secret
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
 def driver():
     profile = tempfile.mkdtemp(prefix="citedocs-chromium-")
     options = webdriver.ChromeOptions()
@@ -381,3 +415,22 @@ def test_phone_width_has_no_horizontal_scroll(page):
         page.save_screenshot(str(SCREENSHOTS / "answer-phone.png"))
     finally:
         page.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_with_auth_on_the_chat_asks_for_a_key_then_answers_from_that_tenants_docs(driver, guarded_server):
+    base, secret = guarded_server
+    driver.set_window_size(1000, 1300)
+    driver.get(base + "/")
+    key_box = wait(driver, lambda d: d.find_elements(By.ID, "api-key"), "no API key prompt", 30)[0]
+    assert "requires an API key" in driver.find_element(By.CSS_SELECTOR, ".key-form").text
+    key_box.send_keys("cd_wrong", Keys.ENTER)
+    wait(driver, lambda d: "not known" in d.find_element(By.CSS_SELECTOR, ".key-form").text, "wrong key not explained", 30)
+    driver.find_element(By.ID, "api-key").send_keys(secret, Keys.ENTER)
+    label = driver.find_element(By.ID, "corpus-label")
+    wait(driver, lambda d: label.text == "Docs: acme-docs", "the tenant's docs never loaded", 30)
+    turn = ask(driver, "How do I deploy my Astro site to Heroku?", 1)
+    assert turn.get_attribute("data-state") == "answered", turn.text
+    cited = {p.get_attribute("data-cite-id") for p in turn.find_elements(By.CSS_SELECTOR, "button.pill")}
+    assert cited and all(c.startswith(("guides/deploy/heroku#", "recipes/add-yaml-support#")) for c in cited)
+    driver.execute_script("localStorage.clear()")
+    driver.get_log("browser")  # drop the 401s this test provoked

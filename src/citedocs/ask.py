@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -66,7 +66,9 @@ class AskPipeline:
         generator: Generator,
         validator: CitationValidator,
         thresholds: Thresholds,
+        on_trace: Callable[[dict], None] | None = None,
     ) -> None:
+        self.on_trace = on_trace  # called with every stored trace (metrics)
         self.store = store
         self.retriever = retriever
         self.generator = generator
@@ -126,7 +128,9 @@ class AskPipeline:
                 cited_ids=[c.id for c in response.citations],
                 latency_ms=trace.stage_ms,
             )
-            self.store.save_trace(trace_id, corpus.name, trace.payload["created_at"], trace.payload)
+            self.store.save_trace(trace_id, corpus, trace.payload["created_at"], trace.payload)
+            if self.on_trace:
+                self.on_trace(trace.payload)
             return AskEvent("final", response=response)
 
         def refuse(reason: RefusalReason, detail: str, raw: str | None = None, decisions=None) -> AskEvent:

@@ -16,6 +16,10 @@ from .eval.cases import CaseFileError
 from .ingest.admission import PolicyError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Cited answers from your docs, or an honest refusal.")
+keys_app = typer.Typer(no_args_is_help=True, help="API keys (used when auth = required).")
+traces_app = typer.Typer(no_args_is_help=True, help="Stored answer traces.")
+app.add_typer(keys_app, name="keys")
+app.add_typer(traces_app, name="traces")
 console = Console()
 err = Console(stderr=True)
 
@@ -24,6 +28,8 @@ AdmissionOpt = Annotated[
     typer.Option(help="Admission policy (TOML); remembered for the corpus, so later runs may omit it."),
 ]
 CorpusOpt = Annotated[str, typer.Option("--corpus", "-c", help="Corpus name.", envvar="CITEDOCS_CORPUS")]
+RETENTION_EVERY_S = 6 * 3600  # `serve` prunes expired traces at start and then this often
+TenantOpt = Annotated[str, typer.Option("--tenant", "-t", help="Tenant that owns the corpus / key.")]
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -38,9 +44,16 @@ def _services():
 
 
 def _run_ingest(
-    source: Path, corpus: str, base_url: str, admission: Path | None = None, admission_report: Path | None = None
+    source: Path,
+    corpus: str,
+    base_url: str,
+    tenant: str = config.DEFAULT_TENANT,
+    admission: Path | None = None,
+    admission_report: Path | None = None,
 ) -> None:
+    from .index.store import CorpusOwnedByOtherTenant
     from .ingest.pipeline import IngestError
+    from .service import InvalidName
 
     services = _services()
     with Progress(
@@ -54,8 +67,8 @@ def _run_ingest(
             progress.update(tasks[phase], completed=done, total=total)
 
         try:
-            result = services.ingest(source, corpus, base_url, report, admission, admission_report)
-        except (IngestError, PolicyError) as exc:
+            result = services.ingest(source, corpus, base_url, report, tenant, admission, admission_report)
+        except (IngestError, PolicyError, InvalidName, CorpusOwnedByOtherTenant) as exc:
             fail(str(exc))
     for skipped in result.skipped:
         kept = " (previous version kept)" if skipped.kept_previous else ""
@@ -64,7 +77,7 @@ def _run_ingest(
         f"corpus [bold]{corpus}[/] version {result.version}: {result.files_seen} files "
         f"({result.files_parsed} parsed, {len(result.skipped)} skipped); chunks: {result.added} added, "
         f"{result.changed} changed, {result.removed} removed, {result.unchanged} unchanged "
-        f"in {result.seconds:.1f}s"
+        f"in {result.seconds:.1f}s; owned by tenant {tenant}"
     )
     remembered = " (remembered for this corpus)" if admission is None and result.policy != "default" else ""
     rejected = ", ".join(f"{n} {reason}" for reason, n in sorted(result.rejected_by_reason().items())) or "none"
@@ -80,13 +93,14 @@ def ingest(
     source: Annotated[Path, typer.Argument(help="Folder of .md/.mdx files.")],
     corpus: CorpusOpt = config.ASTRO_CORPUS_NAME,
     base_url: Annotated[str, typer.Option(help="Public URL the folder is served under.")] = config.ASTRO_BASE_URL,
+    tenant: TenantOpt = config.DEFAULT_TENANT,
     admission: AdmissionOpt = None,
     admission_report: Annotated[
         Optional[Path], typer.Option(help="Also write the admission report (JSON) here.")
     ] = None,
 ) -> None:
     """Index a docs folder (incremental: only changed chunks are re-embedded)."""
-    _run_ingest(source, corpus, base_url, admission, admission_report)
+    _run_ingest(source, corpus, base_url, tenant, admission, admission_report)
 
 
 admission_app = typer.Typer(no_args_is_help=True, help="The admission registry: which docs may be evidence.")
@@ -279,29 +293,97 @@ def serve(
     backend: BackendOpt = None,
 ) -> None:
     """Start the HTTP API and web chat (uvicorn)."""
+    import threading
+
     import uvicorn
 
     from .api.app import create_app
     from .generate.select import BackendConfigError
+    from .logs import configure_json_logging
     from .service import Services
 
     services = Services.open(backend=backend)
     try:
+        application = create_app(services)
         services.generator  # fail now, not at the first question, on a bad backend setting
     except BackendConfigError as exc:
         fail(str(exc))
     services.retriever  # load the models before accepting traffic
-    console.print(f"citedocs on http://{host}:{port}  (API docs: /docs)")
-    uvicorn.run(create_app(services), host=host, port=port, log_level="info")
+    pruned = services.prune_traces()
+    services.keep_pruning(RETENTION_EVERY_S, threading.Event())
+    auth = "API keys required" if application.state.auth_required else "no auth (local use)"
+    err.print(f"citedocs on http://{host}:{port}  (API docs: /docs; {auth}; pruned {pruned} expired traces)")
+    configure_json_logging()
+    uvicorn.run(application, host=host, port=port, log_config=None, access_log=False)
 
 
 @app.command()
 def trace(trace_id: Annotated[str, typer.Argument(help="The trace_id of an answer.")]) -> None:
     """Show everything recorded for one answer: retrieval, raw output, validator decisions, feedback."""
-    data = _services().trace(trace_id)
-    if data is None:
-        fail(f"no trace with id {trace_id!r}; trace ids are printed under each answer")
+    from .service import UnknownTrace
+
+    try:
+        data = _services().trace(trace_id)
+    except UnknownTrace as exc:
+        fail(str(exc))
     print(json.dumps(data, indent=2))
+
+
+@traces_app.command("prune")
+def traces_prune(
+    older_than: Annotated[
+        Optional[int], typer.Option("--older-than", min=0, help="Age in days (default: the retention_days setting).")
+    ] = None,
+) -> None:
+    """Delete traces older than the retention period, with their feedback."""
+    days = config.setting("retention_days") if older_than is None else older_than
+    removed = _services().prune_traces(days)
+    console.print(f"deleted {removed} trace(s) older than {days} day(s), with their feedback")
+
+
+@keys_app.command("create")
+def keys_create(
+    tenant: TenantOpt = config.DEFAULT_TENANT,
+    name: Annotated[str, typer.Option(help="A label to recognise the key by (who or what uses it).")] = "",
+) -> None:
+    """Create an API key for a tenant and print its secret (shown once, stored only as a hash)."""
+    from .service import InvalidName
+
+    try:
+        key, secret = _services().create_key(tenant, name)
+    except InvalidName as exc:
+        fail(str(exc))
+    err.print(f"created {key.key_id} for tenant {key.tenant}; the key below is shown only once:")
+    print(secret)
+
+
+@keys_app.command("revoke")
+def keys_revoke(key_id: Annotated[str, typer.Argument(help="The key id (from `citedocs keys list`), not the secret.")]) -> None:
+    """Revoke an API key: requests with it get 403 from now on."""
+    from .service import UnknownKey
+
+    try:
+        key = _services().revoke_key(key_id)
+    except UnknownKey as exc:
+        fail(str(exc))
+    console.print(f"revoked {key.key_id} (tenant {key.tenant}) at {key.revoked_at}")
+
+
+@keys_app.command("list")
+def keys_list(
+    tenant: Annotated[Optional[str], typer.Option("--tenant", "-t", help="Only this tenant's keys.")] = None,
+) -> None:
+    """List API keys (ids, tenants, names, dates; never the secrets)."""
+    keys = _services().keys(tenant)
+    if not keys:
+        console.print("no API keys" + (f" for tenant {tenant}" if tenant else "") + "; create one with `citedocs keys create --tenant T`")
+        return
+    table = Table()
+    for column in ("key id", "tenant", "name", "created", "revoked"):
+        table.add_column(column)
+    for key in keys:
+        table.add_row(key.key_id, key.tenant, key.name, key.created_at, key.revoked_at or "")
+    console.print(table)
 
 
 @app.command("eval")
@@ -396,7 +478,11 @@ def demo(
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except config.ConfigError as exc:
+        err.print(f"[bold red]error:[/] {exc}")
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

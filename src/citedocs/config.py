@@ -1,14 +1,28 @@
-"""Where citedocs keeps its data, and the bundled reference corpus."""
+"""Where citedocs keeps its data, and the one place that resolves its settings.
+
+A setting comes from its environment variable if set, else from the TOML config file
+(``CITEDOCS_CONFIG``, or ``<CITEDOCS_HOME>/config.toml`` when that exists), else its default.
+``CITEDOCS_HOME`` itself (where the config file lives) and ``CITEDOCS_CONFIG`` are env-only.
+"""
 
 from __future__ import annotations
 
 import os
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from platformdirs import user_data_dir
 
 ASTRO_CORPUS_NAME = "astro"
 ASTRO_BASE_URL = "https://docs.astro.build/en/"
+DEFAULT_TENANT = "default"
+
+
+class ConfigError(ValueError):
+    """A setting has a value citedocs cannot use; the message names the setting, its source and the fix."""
 
 
 def home() -> Path:
@@ -20,8 +34,100 @@ def database_path() -> Path:
     return home() / "citedocs.sqlite3"
 
 
+def config_path() -> Path:
+    return Path(os.environ.get("CITEDOCS_CONFIG") or home() / "config.toml").expanduser()
+
+
+def _positive_int(raw: Any) -> int:
+    value = int(raw)
+    if value < 0:
+        raise ValueError("must not be negative")
+    return value
+
+
+def _at_least_one(raw: Any) -> int:
+    value = int(raw)
+    if value < 1:
+        raise ValueError("must be at least 1")
+    return value
+
+
+def _positive_float(raw: Any) -> float:
+    value = float(raw)
+    if value <= 0:
+        raise ValueError("must be greater than 0")
+    return value
+
+
+def _choice(*options: str) -> Callable[[Any], str]:
+    def parse(raw: Any) -> str:
+        if str(raw) not in options:
+            raise ValueError(f"use one of {', '.join(options)}")
+        return str(raw)
+
+    return parse
+
+
+@dataclass(frozen=True)
+class Setting:
+    env: str
+    default: Any
+    parse: Callable[[Any], Any]
+    help: str
+
+
+SETTINGS: dict[str, Setting] = {
+    "corpus": Setting("CITEDOCS_CORPUS", ASTRO_CORPUS_NAME, str, "default corpus for questions"),
+    "backend": Setting("CITEDOCS_BACKEND", None, str, "extractive | openai | local"),
+    "llm_base_url": Setting("CITEDOCS_LLM_BASE_URL", None, str, "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1"),
+    "llm_model": Setting("CITEDOCS_LLM_MODEL", "default", str, "model name sent to the endpoint"),
+    "llm_api_key": Setting("CITEDOCS_LLM_API_KEY", None, str, "bearer key for the endpoint (falls back to OPENAI_API_KEY)"),
+    "llm_timeout": Setting("CITEDOCS_LLM_TIMEOUT", 60.0, _positive_float, "seconds per LLM call"),
+    "threads": Setting("CITEDOCS_THREADS", None, _at_least_one, "CPU threads for the models"),
+    "thresholds": Setting("CITEDOCS_THRESHOLDS", None, str, "path of a thresholds.toml to use instead of the bundled one"),
+    "auth": Setting("CITEDOCS_AUTH", "off", _choice("off", "required"), "off | required (API keys)"),
+    "rate_limit_per_minute": Setting(
+        "CITEDOCS_RATE_LIMIT_PER_MINUTE", 120, _positive_int, "requests per minute per API key (per client IP with auth off); 0 = no limit"
+    ),
+    "max_body_bytes": Setting("CITEDOCS_MAX_BODY_BYTES", 65536, _positive_int, "largest accepted request body"),
+    "retention_days": Setting("CITEDOCS_RETENTION_DAYS", 30, _positive_int, "days traces and feedback are kept"),
+}
+
+
+def _file_values() -> tuple[Path, dict]:
+    path = config_path()
+    if not path.is_file():
+        if os.environ.get("CITEDOCS_CONFIG"):
+            raise ConfigError(f"CITEDOCS_CONFIG points at {path}, which does not exist; create it or unset CITEDOCS_CONFIG")
+        return path, {}
+    try:
+        values = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+    unknown = sorted(set(values) - set(SETTINGS))
+    if unknown:
+        raise ConfigError(f"config file {path}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(SETTINGS)}")
+    return path, values
+
+
+def setting(name: str) -> Any:
+    """The value of one setting: environment variable, else config file, else default."""
+    spec = SETTINGS[name]
+    raw = os.environ.get(spec.env)
+    source = f"environment variable {spec.env}"
+    if raw is None or raw == "":
+        path, values = _file_values()
+        if name not in values:
+            return spec.default
+        raw, source = values[name], f"{name} in {path}"
+    try:
+        return spec.parse(raw)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{source} = {raw!r} is not valid: {exc} ({name}: {spec.help})") from exc
+
+
 def default_corpus() -> str:
-    return os.environ.get("CITEDOCS_CORPUS", ASTRO_CORPUS_NAME)
+    return setting("corpus")
 
 
 def bundled_astro_docs() -> Path:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from . import config
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -45,7 +47,7 @@ def configure_threads() -> int:
     """Torch threads: ``CITEDOCS_THREADS`` or all cores. On a busy 2-core box 1 can be faster (see README)."""
     import torch
 
-    threads = int(os.environ.get("CITEDOCS_THREADS") or os.cpu_count() or 1)
+    threads = config.setting("threads") or os.cpu_count() or 1
     torch.set_num_threads(max(1, threads))
     return threads
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from functools import cached_property
 from pathlib import Path
 
-from . import config
+from . import config, metrics
+from .auth import NAME_PATTERN, AuthError, bearer_token, new_key_id, new_secret, secret_sha256
 from .encoders import BiEncoder, bi_encoder
 from .index.sqlite import SQLiteStore
-from .index.store import CorpusInfo, Store
+from .index.store import ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store
 from .ingest.admission import approve, default_report_path, remember_policy, resolve_policy
 from .ingest.pipeline import IngestReport, ProgressFn, find_documents, ingest_corpus
 from .retrieve.hybrid import HybridRetriever, RetrievalConfig, RetrievalResult
@@ -20,6 +24,9 @@ from .generate.base import Generator
 from .validate.support import SupportChecker
 from .validate.thresholds import Thresholds, load_thresholds
 from .validate.validator import CitationValidator
+
+
+log = logging.getLogger("citedocs.retention")
 
 
 class UnknownCorpus(LookupError):
@@ -34,6 +41,30 @@ class EmptyQuestion(ValueError):
     pass
 
 
+class UnknownTrace(LookupError):
+    def __init__(self, trace_id: str) -> None:
+        super().__init__(f"no trace with id {trace_id!r}; trace ids are returned with each answer")
+
+
+class UnknownKey(LookupError):
+    def __init__(self, key_id: str) -> None:
+        super().__init__(f"no API key with id {key_id!r}; `citedocs keys list` shows the key ids")
+
+
+class InvalidName(ValueError):
+    pass
+
+
+def check_name(kind: str, value: str) -> str:
+    if not NAME_PATTERN.match(value or ""):
+        raise InvalidName(f"invalid {kind} {value!r}: use 1-64 letters, digits, '-' or '_'")
+    return value
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
 def check_question(question: str) -> str:
     text = (question or "").strip()
     if not text:
@@ -45,7 +76,11 @@ def check_question(question: str) -> str:
 
 @dataclass
 class Services:
-    """The process-wide components, created lazily so that `--help` stays fast."""
+    """The process-wide components, created lazily so that `--help` stays fast.
+
+    Methods that take ``tenant`` see only that tenant's corpora and traces; ``tenant=None`` (auth
+    off, or the operator's CLI) sees everything.
+    """
 
     store: Store
     backend: str | None = None  # None: the configured default (see generate.select)
@@ -75,13 +110,26 @@ class Services:
     @cached_property
     def pipeline(self) -> AskPipeline:
         validator = CitationValidator(SupportChecker(self.encoder, self.thresholds))
-        return AskPipeline(self.store, self.retriever, self.generator, validator, self.thresholds)
+        return AskPipeline(
+            self.store, self.retriever, self.generator, validator, self.thresholds, on_trace=metrics.observe_trace
+        )
 
-    def corpus(self, name: str) -> CorpusInfo:
+    # corpora -------------------------------------------------------------------------------
+    def corpus(self, name: str, tenant: str | None = None) -> CorpusInfo:
+        """The named corpus; another tenant's corpus is reported exactly like one that does not exist."""
         info = self.store.get_corpus(name)
-        if info is None:
-            raise UnknownCorpus(name, [c.name for c in self.store.list_corpora()])
+        if info is None or (tenant is not None and info.tenant != tenant):
+            raise UnknownCorpus(name, [c.name for c in self.store.list_corpora(tenant)])
         return info
+
+    def corpora(self, tenant: str | None = None) -> list[CorpusInfo]:
+        return self.store.list_corpora(tenant)
+
+    def default_corpus(self, tenant: str | None = None) -> str:
+        """The configured default corpus if this caller may see it, else the caller's first corpus."""
+        configured = config.default_corpus()
+        names = [c.name for c in self.store.list_corpora(tenant)]
+        return configured if configured in names or not names else names[0]
 
     def ingest(
         self,
@@ -89,12 +137,19 @@ class Services:
         corpus: str,
         base_url: str,
         progress: ProgressFn | None = None,
+        tenant: str = config.DEFAULT_TENANT,
         admission: Path | None = None,
         report_path: Path | None = None,
     ) -> IngestReport:
         """Ingest under the given (else remembered, else default) admission policy; write the admission report."""
+        check_name("tenant", tenant)
+        existing = self.store.get_corpus(corpus)
+        if existing is not None and existing.tenant != tenant:  # checked again inside the write transaction
+            raise CorpusOwnedByOtherTenant(
+                f"corpus {corpus!r} belongs to tenant {existing.tenant!r}; pick another corpus name"
+            )
         policy = resolve_policy(corpus, admission)
-        report = ingest_corpus(self.store, self.encoder, source_dir, corpus, base_url, progress, policy)
+        report = ingest_corpus(self.store, self.encoder, source_dir, corpus, base_url, progress, policy, tenant)
         remember_policy(corpus, policy)
         report.admission_report = report_path or default_report_path(corpus)
         report.write_admission_report(report.admission_report)
@@ -105,22 +160,101 @@ class Services:
         rels = paths or [p.relative_to(source_dir).as_posix() for p in find_documents(source_dir)]
         return approve(resolve_policy(corpus, admission), source_dir, rels)
 
+    # questions -------------------------------------------------------------------------------
     def search(
-        self, question: str, corpus: str, k: int = 8, retrieval: RetrievalConfig | None = None
+        self,
+        question: str,
+        corpus: str,
+        k: int = 8,
+        retrieval: RetrievalConfig | None = None,
+        tenant: str | None = None,
     ) -> RetrievalResult:
         text = check_question(question)
-        info = self.corpus(corpus)
+        info = self.corpus(corpus, tenant)
         return self.retriever.retrieve(info.name, info.version, text, k, retrieval or RetrievalConfig())
 
-    def ask(self, request: AskRequest) -> AskResponse:
+    def ask(self, request: AskRequest, tenant: str | None = None) -> AskResponse:
         check_question(request.question)
-        return self.pipeline.ask(request, self.corpus(request.corpus or config.default_corpus()))
+        return self.pipeline.ask(request, self.corpus(request.corpus or self.default_corpus(tenant), tenant))
 
-    def ask_events(self, request: AskRequest):
+    def ask_events(self, request: AskRequest, tenant: str | None = None):
         """Validated sentences as they are accepted, then the final response (for streaming)."""
         check_question(request.question)
-        info = self.corpus(request.corpus or config.default_corpus())
+        info = self.corpus(request.corpus or self.default_corpus(tenant), tenant)
         return self.pipeline.ask_events(request, info)
 
-    def trace(self, trace_id: str) -> dict | None:
-        return self.store.get_trace(trace_id)
+    # traces, feedback, retention ---------------------------------------------------------------
+    def trace(self, trace_id: str, tenant: str | None = None) -> dict:
+        """The trace with its feedback; another tenant's trace is reported as unknown."""
+        trace = self.store.get_trace(trace_id, tenant)
+        if trace is None:
+            raise UnknownTrace(trace_id)
+        return trace
+
+    def add_feedback(self, trace_id: str, verdict: str, comment: str | None, tenant: str | None = None) -> None:
+        self.trace(trace_id, tenant)
+        self.store.save_feedback(trace_id, verdict, comment, _now().isoformat(timespec="seconds"))
+
+    def prune_traces(self, older_than_days: int | None = None) -> int:
+        """Delete traces (and their feedback) older than ``older_than_days`` (default: retention_days)."""
+        days = config.setting("retention_days") if older_than_days is None else older_than_days
+        return self.store.prune_traces((_now() - timedelta(days=days)).isoformat(timespec="seconds"))
+
+    def keep_pruning(self, every_s: float, stop: threading.Event) -> threading.Thread:
+        """Prune past retention_days every ``every_s`` seconds in a daemon thread, until ``stop`` is set."""
+
+        def loop() -> None:
+            while not stop.wait(every_s):
+                try:
+                    log.info("pruned expired traces", extra={"deleted": self.prune_traces()})
+                except Exception:  # a failed round is logged and retried next round; the server keeps serving
+                    log.exception("pruning expired traces failed")
+
+        thread = threading.Thread(target=loop, name="citedocs-retention", daemon=True)
+        thread.start()
+        return thread
+
+    # API keys ------------------------------------------------------------------------------------
+    def create_key(self, tenant: str, name: str | None = None) -> tuple[ApiKey, str]:
+        """A new key for ``tenant``: its record and the secret, which is shown once and never stored."""
+        check_name("tenant", tenant)
+        secret = new_secret()
+        key = ApiKey(new_key_id(), tenant, name or "", _now().isoformat(timespec="seconds"))
+        self.store.add_api_key(key, secret_sha256(secret))
+        return key, secret
+
+    def revoke_key(self, key_id: str) -> ApiKey:
+        key = self.store.revoke_api_key(key_id, _now().isoformat(timespec="seconds"))
+        if key is None:
+            raise UnknownKey(key_id)
+        return key
+
+    def keys(self, tenant: str | None = None) -> list[ApiKey]:
+        return self.store.list_api_keys(tenant)
+
+    def authenticate(self, authorization: str | None) -> ApiKey:
+        """The live key behind an Authorization header, or AuthError (401 unknown, 403 revoked)."""
+        key = self.store.find_api_key(secret_sha256(bearer_token(authorization)))
+        if key is None:
+            raise AuthError(401, "invalid_api_key", "this API key is not known; ask the operator for a key")
+        if key.revoked_at:
+            raise AuthError(403, "revoked_api_key", f"API key {key.key_id} was revoked at {key.revoked_at}; ask for a new one")
+        return key
+
+    # readiness -----------------------------------------------------------------------------------
+    def readiness(self) -> list[str]:
+        """What keeps this process from answering (empty when ready)."""
+        from .generate.select import BackendConfigError
+
+        problems = []
+        try:
+            self.store.list_corpora()
+        except Exception as exc:  # any store failure means not ready; the reason is reported, not raised
+            problems.append(f"store: {exc}")
+        try:
+            backend_problem = self.generator.probe()
+        except (BackendConfigError, config.ConfigError) as exc:
+            backend_problem = str(exc)
+        if backend_problem:
+            problems.append(f"backend: {backend_problem}")
+        return problems

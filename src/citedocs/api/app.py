@@ -3,24 +3,30 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
+from typing import Annotated
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from .. import __version__, config
+from ..auth import AuthError, RateLimited, RateLimiter
 from ..contract import AskRequest, AskResponse, ErrorBody, FeedbackRequest
-from ..service import EmptyQuestion, Services, UnknownCorpus
+from ..service import EmptyQuestion, Services, UnknownCorpus, UnknownTrace
+from .middleware import BodyLimit, RequestLog
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "ui" / "static"
+ERRORS = {404: {"model": ErrorBody}, 422: {"model": ErrorBody}}
+GUARDED = {401: {"model": ErrorBody}, 403: {"model": ErrorBody}, 429: {"model": ErrorBody}}
 
 
-def _error(status: int, error: str, detail: str) -> JSONResponse:
-    return JSONResponse(status_code=status, content=ErrorBody(error=error, detail=detail).model_dump())
+def _error(status: int, error: str, detail: str, headers: dict | None = None) -> JSONResponse:
+    return JSONResponse(status_code=status, content=ErrorBody(error=error, detail=detail).model_dump(), headers=headers)
 
 
 def _describe_validation(exc: RequestValidationError) -> str:
@@ -31,18 +37,52 @@ def _describe_validation(exc: RequestValidationError) -> str:
     return "; ".join(problems) + ". Send JSON like {\"question\": \"How do I ...?\"}."
 
 
+def _services(app: FastAPI) -> Services:
+    if app.state.services is None:
+        app.state.services = Services.open()
+    return app.state.services
+
+
+def _caller(request: Request) -> str | None:
+    """The caller's tenant (None with auth off: one tenant sees everything); rate-limits the caller."""
+    state = request.app.state
+    if state.auth_required:
+        key = _services(request.app).authenticate(request.headers.get("authorization"))
+        request.state.tenant = key.tenant
+        state.limiter.take(f"key:{key.key_id}")
+        return key.tenant
+    state.limiter.take(f"ip:{request.client.host if request.client else 'unknown'}")
+    return None
+
+
+Tenant = Annotated[str | None, Depends(_caller)]
+
+
 def create_app(services: Services | None = None) -> FastAPI:
+    """The API; auth, rate limit and body limit come from the settings (see config.SETTINGS)."""
     app = FastAPI(
         title="citedocs",
         version=__version__,
         description="Answers from your docs in which every claim cites a retrieved chunk, or an honest refusal.",
     )
     app.state.services = services
+    app.state.auth_required = config.setting("auth") == "required"
+    app.state.limiter = RateLimiter(config.setting("rate_limit_per_minute"))
 
     def svc() -> Services:
-        if app.state.services is None:
-            app.state.services = Services.open()
-        return app.state.services
+        return _services(app)
+
+    @app.exception_handler(AuthError)
+    async def unauthorized(_: Request, exc: AuthError) -> JSONResponse:
+        return _error(exc.status, exc.error, exc.detail, {"WWW-Authenticate": "Bearer"})
+
+    @app.exception_handler(RateLimited)
+    async def rate_limited(_: Request, exc: RateLimited) -> JSONResponse:
+        return _error(429, "rate_limited", str(exc), {"Retry-After": str(math.ceil(exc.retry_after_s))})
+
+    @app.exception_handler(UnknownTrace)
+    async def unknown_trace(_: Request, exc: UnknownTrace) -> JSONResponse:
+        return _error(404, "unknown_trace", str(exc))
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -60,24 +100,40 @@ def create_app(services: Services | None = None) -> FastAPI:
     def healthz() -> dict:
         return {"status": "ok", "version": __version__}
 
-    @app.get("/corpora")
-    def corpora() -> dict:
+    @app.get("/readyz", responses={503: {"model": ErrorBody}})
+    def readyz():
+        """200 when the store answers and the generation backend is reachable, else 503 naming why."""
+        problems = svc().readiness()
+        if problems:
+            return _error(503, "not_ready", "; ".join(problems))
+        return {"status": "ready"}
+
+    @app.get("/metrics", include_in_schema=False)
+    def prometheus_metrics() -> Response:
+        """Prometheus text format. Open like /healthz (aggregates only, no tenant labels)."""
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/corpora", responses=GUARDED)
+    def corpora(tenant: Tenant) -> dict:
+        services = svc()
         return {
-            "default": config.default_corpus(),
+            "default": services.default_corpus(tenant),
             "corpora": [
                 {"name": c.name, "version": c.version, "chunks": c.chunk_count, "updated_at": c.updated_at}
-                for c in svc().store.list_corpora()
+                for c in services.corpora(tenant)
             ],
         }
 
-    @app.post("/ask", response_model=AskResponse, responses={404: {"model": ErrorBody}, 422: {"model": ErrorBody}})
-    def ask(request: AskRequest) -> AskResponse:
-        return svc().ask(request)
+    @app.post("/ask", response_model=AskResponse, responses={**ERRORS, **GUARDED})
+    def ask(body: AskRequest, request: Request, tenant: Tenant) -> AskResponse:
+        response = svc().ask(body, tenant)
+        request.state.trace_id = response.trace_id
+        return response
 
-    @app.post("/ask/stream", responses={404: {"model": ErrorBody}, 422: {"model": ErrorBody}})
-    def ask_stream(request: AskRequest) -> StreamingResponse:
+    @app.post("/ask/stream", responses={**ERRORS, **GUARDED})
+    def ask_stream(body: AskRequest, request: Request, tenant: Tenant) -> StreamingResponse:
         """Server-Sent Events: `sentence` events as sentences pass validation, then one `final` event."""
-        events = svc().ask_events(request)  # validation errors surface here, before streaming starts
+        events = svc().ask_events(body, tenant)  # validation errors surface here, before streaming starts
 
         def stream() -> Iterator[str]:
             for event in events:
@@ -85,25 +141,18 @@ def create_app(services: Services | None = None) -> FastAPI:
                     data = {"text": event.sentence.text, "ids": event.sentence.ids, "rendered": event.sentence.rendered()}
                     yield f"event: sentence\ndata: {json.dumps(data)}\n\n"
                 else:
+                    request.state.trace_id = event.response.trace_id
                     yield f"event: final\ndata: {event.response.model_dump_json()}\n\n"
 
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
-    @app.get("/traces/{trace_id}", responses={404: {"model": ErrorBody}})
-    def get_trace(trace_id: str):
-        trace = svc().trace(trace_id)
-        if trace is None:
-            return _error(404, "unknown_trace", f"no trace with id {trace_id!r}")
-        return trace
+    @app.get("/traces/{trace_id}", responses={404: {"model": ErrorBody}, **GUARDED})
+    def get_trace(trace_id: str, tenant: Tenant):
+        return svc().trace(trace_id, tenant)
 
-    @app.post("/traces/{trace_id}/feedback", responses={404: {"model": ErrorBody}})
-    def feedback(trace_id: str, body: FeedbackRequest):
-        services = svc()
-        if services.trace(trace_id) is None:
-            return _error(404, "unknown_trace", f"no trace with id {trace_id!r}")
-        services.store.save_feedback(
-            trace_id, body.verdict, body.comment, datetime.now(timezone.utc).isoformat(timespec="seconds")
-        )
+    @app.post("/traces/{trace_id}/feedback", responses={**ERRORS, **GUARDED})
+    def feedback(trace_id: str, body: FeedbackRequest, tenant: Tenant):
+        svc().add_feedback(trace_id, body.verdict, body.comment, tenant)
         return {"status": "stored", "trace_id": trace_id, "verdict": body.verdict}
 
     if STATIC_DIR.is_dir():
@@ -113,4 +162,6 @@ def create_app(services: Services | None = None) -> FastAPI:
         def index() -> FileResponse:
             return FileResponse(STATIC_DIR / "index.html")
 
+    app.add_middleware(BodyLimit, max_bytes=config.setting("max_body_bytes"))
+    app.add_middleware(RequestLog)  # outermost: sees the 413s too
     return app

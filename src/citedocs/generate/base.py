@@ -51,6 +51,10 @@ class Generator(Protocol):
 
     def generate(self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn]) -> Generation: ...
 
+    def probe(self) -> str | None:
+        """Why this backend cannot answer right now (for /readyz), or None when it can."""
+        ...
+
     def rewrite_query(self, question: str, history: Sequence[HistoryTurn]) -> str | None:
         """A standalone version of a follow-up question, or None to use the deterministic fallback."""
         ...

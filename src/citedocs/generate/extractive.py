@@ -105,5 +105,8 @@ class ExtractiveGenerator:
             text=f"{NO_ANSWER}: {reason}", backend=self.name, model=self.model, prompt_version=PROMPT_VERSION
         )
 
+    def probe(self) -> str | None:
+        return None  # always ready: needs nothing outside this process
+
     def rewrite_query(self, question: str, history: Sequence[HistoryTurn]) -> str | None:
         return None

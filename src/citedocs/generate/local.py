@@ -21,13 +21,13 @@ Settings (environment):
 from __future__ import annotations
 
 import importlib.util
-import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .. import config
 from ..contract import HistoryTurn
 from ..types import Chunk
 from .base import Generation, GenerationFault
@@ -65,13 +65,10 @@ class LocalConfig:
 
     @classmethod
     def from_env(cls) -> LocalConfig:
-        raw = os.environ.get("CITEDOCS_THREADS", "1").strip() or "1"
         try:
-            threads = int(raw)
-        except ValueError:
-            raise LocalBackendError(f"CITEDOCS_THREADS must be a whole number of threads, got {raw!r}") from None
-        if threads < 1:
-            raise LocalBackendError(f"CITEDOCS_THREADS must be at least 1, got {threads}")
+            threads = config.setting("threads") or 1
+        except config.ConfigError as exc:
+            raise LocalBackendError(str(exc)) from None
         return cls(model_path=find_model(), threads=threads)
 
 
@@ -195,6 +192,9 @@ class LocalGenerator:
         text, usage = self._chat(answer_messages(question, fitted, history), self.config.max_tokens)
         usage["clipped_chunks"] = clipped
         return Generation(text=text, backend=self.name, model=self.model, prompt_version=PROMPT_VERSION, usage=usage)
+
+    def probe(self) -> str | None:
+        return None  # always ready: its model file was found when it was created
 
     def rewrite_query(self, question: str, history: Sequence[HistoryTurn]) -> str | None:
         """The model's standalone query, or None (deterministic fallback) when it fails or rambles."""

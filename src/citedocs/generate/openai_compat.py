@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from .. import config
 from ..contract import HistoryTurn
 from ..types import Chunk
 from .base import Generation, GenerationFault, GenerationStream
@@ -26,14 +27,14 @@ class EndpointConfig:
 
     @classmethod
     def from_env(cls) -> EndpointConfig | None:
-        base_url = os.environ.get("CITEDOCS_LLM_BASE_URL")
+        base_url = config.setting("llm_base_url")
         if not base_url:
             return None
         return cls(
             base_url=base_url.rstrip("/"),
-            model=os.environ.get("CITEDOCS_LLM_MODEL", "default"),
-            api_key=os.environ.get("CITEDOCS_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY"),
-            timeout_s=float(os.environ.get("CITEDOCS_LLM_TIMEOUT", "60")),
+            model=config.setting("llm_model"),
+            api_key=config.setting("llm_api_key") or os.environ.get("OPENAI_API_KEY"),
+            timeout_s=config.setting("llm_timeout"),
         )
 
 
@@ -77,6 +78,15 @@ class OpenAICompatibleGenerator:
             response = self._client.post("/chat/completions", json=self._payload(messages, max_tokens))
         self._check_status(response)
         return self._chat_body(response)
+
+    def probe(self) -> str | None:
+        try:
+            response = self._client.get("/models", timeout=min(2.0, self.config.timeout_s))
+        except httpx.HTTPError as exc:
+            return f"{self.config.base_url} is unreachable ({type(exc).__name__})"
+        if response.status_code >= 500 or response.status_code in (401, 403):
+            return f"{self.config.base_url} answered HTTP {response.status_code}"
+        return None
 
     def generate(self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn]) -> Generation:
         text, usage = self._chat(answer_messages(question, chunks, history), self.config.max_tokens)

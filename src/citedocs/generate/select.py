@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
+from .. import config
 from ..encoders import BiEncoder
 from ..validate.thresholds import Thresholds
 from .base import Generator
@@ -20,7 +19,7 @@ class BackendConfigError(ValueError):
 def make_generator(kind: str | None, encoder: BiEncoder, thresholds: Thresholds) -> Generator:
     """``CITEDOCS_BACKEND`` picks; without it an endpoint in ``CITEDOCS_LLM_BASE_URL`` wins, else extractive."""
     endpoint = EndpointConfig.from_env()
-    kind = kind or os.environ.get("CITEDOCS_BACKEND") or ("openai" if endpoint else "extractive")
+    kind = kind or config.setting("backend") or ("openai" if endpoint else "extractive")
     if kind == "extractive":
         return ExtractiveGenerator(encoder, thresholds.extractive_min_sentence_score)
     if kind == "openai":

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..text import fts_match_expression, search_terms
 from ..types import Chunk, ChunkId
-from .store import ChunkVectors, CorpusInfo, DocumentRecord, IngestChanges
+from .store import ApiKey, ChunkVectors, CorpusInfo, CorpusOwnedByOtherTenant, DocumentRecord, IngestChanges
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS corpora (
@@ -27,7 +27,8 @@ CREATE TABLE IF NOT EXISTS corpora (
     version TEXT NOT NULL,
     pipeline TEXT NOT NULL,
     chunk_count INTEGER NOT NULL,
-    updated_at TEXT NOT NULL
+    updated_at TEXT NOT NULL,
+    tenant TEXT NOT NULL DEFAULT 'default'
 );
 CREATE TABLE IF NOT EXISTS documents (
     corpus TEXT NOT NULL,
@@ -65,7 +66,8 @@ CREATE TABLE IF NOT EXISTS traces (
     trace_id TEXT PRIMARY KEY,
     corpus TEXT NOT NULL,
     created_at TEXT NOT NULL,
-    payload TEXT NOT NULL
+    payload TEXT NOT NULL,
+    tenant TEXT NOT NULL DEFAULT 'default'
 );
 CREATE TABLE IF NOT EXISTS feedback (
     id INTEGER PRIMARY KEY,
@@ -74,7 +76,21 @@ CREATE TABLE IF NOT EXISTS feedback (
     comment TEXT,
     created_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS api_keys (
+    key_id TEXT PRIMARY KEY,
+    secret_sha256 TEXT NOT NULL UNIQUE,
+    tenant TEXT NOT NULL,
+    name TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+);
 """
+
+# Columns added after the first release: (table, column, definition) for databases created before.
+_ADDED_COLUMNS = (
+    ("corpora", "tenant", "TEXT NOT NULL DEFAULT 'default'"),
+    ("traces", "tenant", "TEXT NOT NULL DEFAULT 'default'"),
+)
 
 # BM25 column weights: corpus (unindexed), page title, heading path, body.
 _BM25_WEIGHTS = (0.0, 2.0, 3.0, 1.0)
@@ -109,15 +125,22 @@ class SQLiteStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
+        for table, column, definition in _ADDED_COLUMNS:
+            existing = {r["name"] for r in self._db.execute(f"PRAGMA table_info({table})")}
+            if column not in existing:
+                self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+        self._db.execute("CREATE INDEX IF NOT EXISTS traces_created_at ON traces (created_at)")
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
     # corpora and documents -------------------------------------------------------------
-    def list_corpora(self) -> list[CorpusInfo]:
+    def list_corpora(self, tenant: str | None = None) -> list[CorpusInfo]:
         with self._lock:
-            rows = self._db.execute("SELECT * FROM corpora ORDER BY name").fetchall()
+            rows = self._db.execute(
+                "SELECT * FROM corpora WHERE ? IS NULL OR tenant = ? ORDER BY name", (tenant, tenant)
+            ).fetchall()
         return [CorpusInfo(**dict(r)) for r in rows]
 
     def get_corpus(self, name: str) -> CorpusInfo | None:
@@ -143,6 +166,11 @@ class SQLiteStore:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
+                owner = db.execute("SELECT tenant FROM corpora WHERE name = ?", (corpus,)).fetchone()
+                if owner and owner["tenant"] != changes.corpus.tenant:
+                    raise CorpusOwnedByOtherTenant(
+                        f"corpus {corpus!r} belongs to tenant {owner['tenant']!r}; pick another corpus name"
+                    )
                 for chunk_id in changes.delete_chunk_ids:
                     self._delete_chunk(corpus, chunk_id)
                 for n, (chunk, vectors) in enumerate(changes.upsert_chunks):
@@ -161,8 +189,12 @@ class SQLiteStore:
                 info = changes.corpus
                 count = db.execute("SELECT count(*) FROM chunks WHERE corpus = ?", (corpus,)).fetchone()[0]
                 db.execute(
-                    "INSERT OR REPLACE INTO corpora VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (info.name, info.base_url, info.source_dir, info.version, info.pipeline, count, info.updated_at),
+                    "INSERT OR REPLACE INTO corpora (name, base_url, source_dir, version, pipeline, chunk_count,"
+                    " updated_at, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        info.name, info.base_url, info.source_dir, info.version, info.pipeline, count,
+                        info.updated_at, info.tenant,
+                    ),
                 )
                 db.execute("COMMIT")
             except BaseException:
@@ -261,15 +293,18 @@ class SQLiteStore:
         return {ChunkId(r["id"]): np.frombuffer(r["vectors"], dtype=np.int8).reshape(r["n"], -1) for r in rows}
 
     # traces and feedback ---------------------------------------------------------------------
-    def save_trace(self, trace_id: str, corpus: str, created_at: str, payload: dict) -> None:
+    def save_trace(self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict) -> None:
         with self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO traces VALUES (?, ?, ?, ?)", (trace_id, corpus, created_at, json.dumps(payload))
+                "INSERT OR REPLACE INTO traces (trace_id, corpus, created_at, payload, tenant) VALUES (?, ?, ?, ?, ?)",
+                (trace_id, corpus.name, created_at, json.dumps(payload), corpus.tenant),
             )
 
-    def get_trace(self, trace_id: str) -> dict | None:
+    def get_trace(self, trace_id: str, tenant: str | None = None) -> dict | None:
         with self._lock:
-            row = self._db.execute("SELECT payload FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()
+            row = self._db.execute(
+                "SELECT payload FROM traces WHERE trace_id = ? AND (? IS NULL OR tenant = ?)", (trace_id, tenant, tenant)
+            ).fetchone()
             if not row:
                 return None
             feedback = self._db.execute(
@@ -285,3 +320,51 @@ class SQLiteStore:
                 "INSERT INTO feedback (trace_id, verdict, comment, created_at) VALUES (?, ?, ?, ?)",
                 (trace_id, verdict, comment, created_at),
             )
+
+    def prune_traces(self, created_before: str) -> int:
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                old = "SELECT trace_id FROM traces WHERE created_at < ?"
+                db.execute(f"DELETE FROM feedback WHERE trace_id IN ({old})", (created_before,))
+                count = db.execute("DELETE FROM traces WHERE created_at < ?", (created_before,)).rowcount
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        return count
+
+    # API keys ------------------------------------------------------------------------------------
+    _KEY_COLUMNS = "key_id, tenant, name, created_at, revoked_at"
+
+    def add_api_key(self, key: ApiKey, secret_sha256: str) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO api_keys (key_id, secret_sha256, tenant, name, created_at, revoked_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (key.key_id, secret_sha256, key.tenant, key.name, key.created_at, key.revoked_at),
+            )
+
+    def find_api_key(self, secret_sha256: str) -> ApiKey | None:
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE secret_sha256 = ?", (secret_sha256,)
+            ).fetchone()
+        return ApiKey(**dict(row)) if row else None
+
+    def list_api_keys(self, tenant: str | None = None) -> list[ApiKey]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE ? IS NULL OR tenant = ? ORDER BY tenant, created_at",
+                (tenant, tenant),
+            ).fetchall()
+        return [ApiKey(**dict(r)) for r in rows]
+
+    def revoke_api_key(self, key_id: str, revoked_at: str) -> ApiKey | None:
+        with self._lock:
+            self._db.execute(
+                "UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL", (revoked_at, key_id)
+            )
+            row = self._db.execute(f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id,)).fetchone()
+        return ApiKey(**dict(row)) if row else None

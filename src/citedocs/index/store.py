@@ -1,6 +1,7 @@
 """The storage interface every index backend implements.
 
-It is deliberately narrow (corpora, documents, chunks with vectors, lexical search, traces) so
+It is deliberately narrow (corpora, documents, chunks with vectors, lexical search, traces, API
+keys) so
 that a PostgreSQL + pgvector backend can sit behind it next to the embedded SQLite default.
 """
 
@@ -11,6 +12,7 @@ from typing import Protocol
 
 import numpy as np
 
+from ..config import DEFAULT_TENANT
 from ..types import Chunk, ChunkId
 
 
@@ -23,6 +25,18 @@ class CorpusInfo:
     pipeline: str  # chunker version + embedding model; a change forces a full rebuild
     chunk_count: int
     updated_at: str
+    tenant: str = DEFAULT_TENANT  # the only tenant whose API keys may see this corpus (when auth is on)
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """An API key's public record; the secret itself is never stored, only its sha256."""
+
+    key_id: str
+    tenant: str
+    name: str
+    created_at: str
+    revoked_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -60,8 +74,14 @@ class IngestChanges:
     delete_document_paths: list[str] = field(default_factory=list)
 
 
+class CorpusOwnedByOtherTenant(ValueError):
+    pass
+
+
 class Store(Protocol):
-    def list_corpora(self) -> list[CorpusInfo]: ...
+    """``tenant=None`` in a read means "any tenant" (auth off, or the operator's CLI)."""
+
+    def list_corpora(self, tenant: str | None = None) -> list[CorpusInfo]: ...
 
     def get_corpus(self, name: str) -> CorpusInfo | None: ...
 
@@ -69,7 +89,9 @@ class Store(Protocol):
 
     def chunk_hashes(self, corpus: str) -> dict[ChunkId, str]: ...
 
-    def apply_ingest(self, changes: IngestChanges) -> None: ...
+    def apply_ingest(self, changes: IngestChanges) -> None:
+        """Raises CorpusOwnedByOtherTenant if the corpus exists under a different tenant."""
+        ...
 
     def get_chunks(self, corpus: str, ids: list[ChunkId]) -> list[Chunk]: ...
 
@@ -83,10 +105,24 @@ class Store(Protocol):
         """Stored int8 token vectors (see ``ChunkVectors``); chunks indexed without them are absent."""
         ...
 
-    def save_trace(self, trace_id: str, corpus: str, created_at: str, payload: dict) -> None: ...
+    def save_trace(self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict) -> None: ...
 
-    def get_trace(self, trace_id: str) -> dict | None: ...
+    def get_trace(self, trace_id: str, tenant: str | None = None) -> dict | None: ...
 
     def save_feedback(self, trace_id: str, verdict: str, comment: str | None, created_at: str) -> None: ...
+
+    def prune_traces(self, created_before: str) -> int:
+        """Delete traces created before this ISO timestamp, with their feedback; return how many."""
+        ...
+
+    def add_api_key(self, key: ApiKey, secret_sha256: str) -> None: ...
+
+    def find_api_key(self, secret_sha256: str) -> ApiKey | None: ...
+
+    def list_api_keys(self, tenant: str | None = None) -> list[ApiKey]: ...
+
+    def revoke_api_key(self, key_id: str, revoked_at: str) -> ApiKey | None:
+        """The key as revoked (first revocation time kept), or None if there is no such key."""
+        ...
 
     def close(self) -> None: ...

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..config import DEFAULT_TENANT
 from ..encoders import LATE_INTERACTION_TOKENS, BiEncoder
 from ..index.store import ChunkVectors, CorpusInfo, DocumentRecord, IngestChanges, Store
 from ..types import Chunk, ChunkId, content_hash
@@ -108,6 +109,7 @@ def ingest_corpus(
     base_url: str,
     progress: ProgressFn | None = None,
     policy: AdmissionPolicy = AdmissionPolicy(),
+    tenant: str = DEFAULT_TENANT,
 ) -> IngestReport:
     """Parse changed files, embed changed chunks, then write everything in one transaction."""
     started = datetime.now(timezone.utc)
@@ -182,6 +184,7 @@ def ingest_corpus(
             pipeline=pipeline,
             chunk_count=len(hashes),
             updated_at=started.isoformat(timespec="seconds"),
+            tenant=tenant,
         ),
         upsert_chunks=list(zip(to_embed, vectors)),
         delete_chunk_ids=removed if not rebuild else _all_ids_of(store, corpus, previous),

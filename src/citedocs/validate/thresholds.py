@@ -6,10 +6,11 @@ and rewrites the file; nothing is ever set per question.
 
 from __future__ import annotations
 
-import os
 import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from .. import config
 
 DEFAULT_PATH = Path(__file__).with_name("thresholds.toml")
 
@@ -27,7 +28,7 @@ class Thresholds:
 
 
 def load_thresholds(path: Path | None = None) -> Thresholds:
-    path = path or Path(os.environ.get("CITEDOCS_THRESHOLDS") or DEFAULT_PATH)
+    path = path or Path(config.setting("thresholds") or DEFAULT_PATH)
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     return Thresholds(**data["thresholds"])
 

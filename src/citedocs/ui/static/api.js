@@ -10,6 +10,20 @@ export class ApiError extends Error {
   }
 }
 
+// With auth on, the server wants `Authorization: Bearer <key>`; the key the user entered is kept here.
+const KEY_STORAGE = "citedocs.apiKey";
+export const AUTH_ERRORS = new Set(["missing_api_key", "invalid_api_key", "revoked_api_key"]);
+
+export function setApiKey(key) {
+  if (key) localStorage.setItem(KEY_STORAGE, key);
+  else localStorage.removeItem(KEY_STORAGE);
+}
+
+function withKey(headers) {
+  const key = localStorage.getItem(KEY_STORAGE);
+  return key ? { ...headers, Authorization: `Bearer ${key}` } : headers;
+}
+
 /** Turn a non-2xx response into an ApiError carrying the server's {error, detail}. */
 async function errorFrom(response) {
   let code = "";
@@ -35,7 +49,7 @@ function networkError(err) {
 export async function getJSON(path, options = {}) {
   let response;
   try {
-    response = await fetch(path, { headers: { Accept: "application/json" }, ...options });
+    response = await fetch(path, { ...options, headers: withKey(options.headers || { Accept: "application/json" }) });
   } catch (err) {
     if (err.name === "AbortError") throw err;
     throw networkError(err);
@@ -78,7 +92,7 @@ export async function* streamEvents(path, body, signal) {
   try {
     response = await fetch(path, {
       method: "POST",
-      headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
+      headers: withKey({ "Content-Type": "application/json", Accept: "text/event-stream" }),
       body: JSON.stringify(body),
       signal,
     });

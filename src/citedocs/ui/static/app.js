@@ -1,5 +1,5 @@
 // citedocs chat: streamed, cited answers with source cards, refusals, traces and feedback.
-import { ApiError, getJSON, postJSON, streamEvents } from "./api.js";
+import { ApiError, AUTH_ERRORS, getJSON, postJSON, setApiKey, streamEvents } from "./api.js";
 import { describeReason, el, formatScore, numbering, renderAnswer, stripMarkers } from "./render.js";
 
 const MAX_HISTORY_TURNS = 20; // contract.MAX_HISTORY_TURNS
@@ -67,8 +67,34 @@ async function loadCorpora() {
       corpusLabel.textContent = "No docs indexed yet — run `citedocs ingest`.";
     }
   } catch (err) {
-    showNotice(err instanceof ApiError ? err.message : String(err), "Could not load the list of docs");
+    if (err instanceof ApiError && AUTH_ERRORS.has(err.code)) askForKey(err.message);
+    else showNotice(err instanceof ApiError ? err.message : String(err), "Could not load the list of docs");
   }
+}
+
+/** The server requires an API key: ask for one, keep it in this browser, then load the docs list. */
+function askForKey(message) {
+  emptyState.hidden = true;
+  const input = el("input", { type: "password", id: "api-key", autocomplete: "off", required: true });
+  const box = el(
+    "form",
+    { class: "error-message key-form", role: "alert" },
+    el("strong", { text: "This server needs an API key" }),
+    el("p", { text: message }),
+    el("label", { for: "api-key", text: "API key (kept in this browser only)" }),
+    input,
+    el("button", { type: "submit", class: "secondary" }, "Use this key"),
+  );
+  box.addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (!input.value.trim()) return input.focus();
+    setApiKey(input.value.trim());
+    box.remove();
+    emptyState.hidden = false;
+    loadCorpora();
+  });
+  conversationEl.append(box);
+  input.focus();
 }
 
 function selectedCorpus() {
