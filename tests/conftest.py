@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+import httpx
 
 import pytest
 
@@ -52,6 +59,42 @@ def copy_astro_pages(root: Path, pages: tuple[str, ...] = SMALL_PAGES) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(ASTRO_DOCS / rel, target)
     return root
+
+
+@contextmanager
+def running_server(home: Path, **env: str) -> Iterator[tuple[str, Path]]:
+    """A real `citedocs serve` over ``home`` on a free loopback port, once its /readyz answers 200.
+
+    Yields the base URL and the file its stderr (the JSON logs) goes to; stops the server after.
+    """
+    from fake_llm import free_port
+
+    port = free_port()
+    log_path = home / f"serve-{port}.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "citedocs.cli", "serve", "--port", str(port)],
+            env={**os.environ, "CITEDOCS_HOME": str(home), **env},
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if process.poll() is not None:
+                pytest.fail(f"citedocs serve exited: {log_path.read_text(errors='replace')[-2000:]}")
+            try:
+                if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("citedocs serve did not become ready")
+        yield base, log_path
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
 
 
 @pytest.fixture

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 
@@ -19,6 +16,7 @@ from citedocs.generate.openai_compat import EndpointConfig, OpenAICompatibleGene
 from citedocs.service import Services
 
 from fake_llm import free_port, running_fake_llm
+from conftest import running_server
 
 pytestmark = pytest.mark.slow
 
@@ -192,33 +190,12 @@ def test_follow_up_is_rewritten_before_retrieval(client, astro_services):
 
 
 def test_real_server_process_answers_and_refuses(astro_services):
-    port = free_port()
-    env = {**os.environ, "CITEDOCS_HOME": str(astro_services.store.path.parent), "CITEDOCS_BACKEND": "extractive"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "citedocs.cli", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("citedocs serve did not come up")
+    with running_server(astro_services.store.path.parent, CITEDOCS_BACKEND="extractive") as (base, _):
         answer = httpx.post(f"{base}/ask", json={"question": ANSWERABLE}, timeout=60).json()
         refusal = httpx.post(f"{base}/ask", json={"question": OUT_OF_SCOPE}, timeout=60).json()
         assert answer["refused"] is False and answer["citations"]
         assert refusal["refused"] is True
         assert httpx.get(f"{base}/docs", timeout=5).status_code == 200
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
 
 
 STREAMED_REPLY = (

@@ -8,7 +8,6 @@ fence or a component, and ids are stable and unique.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from datetime import datetime, timedelta, timezone
@@ -25,7 +22,7 @@ from citedocs.contract import AskRequest
 from citedocs.generate.openai_compat import EndpointConfig, OpenAICompatibleGenerator
 from citedocs.service import Services, UnknownTrace
 
-from conftest import TENANT_CORPORA
+from conftest import TENANT_CORPORA, running_server
 from fake_llm import free_port, running_fake_llm
 
 ANSWERABLE = "How do I deploy my Astro site to Heroku?"
@@ -223,26 +220,7 @@ def test_prune_rejects_a_negative_age(tmp_home):
 def test_real_server_requires_keys_and_logs_one_json_line_per_request(tenant_services):
     home = tenant_services.store.path.parent
     secret = tenant_services.create_key("acme", "server test")[1]
-    port = free_port()
-    env = {**os.environ, "CITEDOCS_HOME": str(home), "CITEDOCS_BACKEND": "extractive", "CITEDOCS_AUTH": "required"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "citedocs.cli", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            try:
-                if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("citedocs serve did not become ready")
+    with running_server(home, CITEDOCS_BACKEND="extractive", CITEDOCS_AUTH="required") as (base, log_path):
         assert httpx.post(f"{base}/ask", json={"question": ANSWERABLE}, timeout=60).status_code == 401
         answer = httpx.post(
             f"{base}/ask", json={"question": ANSWERABLE}, headers={"Authorization": f"Bearer {secret}"}, timeout=60
@@ -250,9 +228,7 @@ def test_real_server_requires_keys_and_logs_one_json_line_per_request(tenant_ser
         assert answer["citations"] and {c["id"].split("#")[0] for c in answer["citations"]} <= {
             p.removesuffix(".mdx").removesuffix("/index") for p in TENANT_CORPORA["acme"][1]
         }
-    finally:
-        process.terminate()
-        _, stderr = process.communicate(timeout=20)
+    stderr = log_path.read_text()
     lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
     requests = [line for line in lines if line["logger"] == "citedocs.request"]
     assert (requests[-2]["route"], requests[-2]["status"]) == ("/ask", 401)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -18,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fake_llm import free_port
+from conftest import running_server
 
 pytestmark = pytest.mark.slow
 
@@ -53,67 +51,19 @@ DONE = '.turn:not([data-state="streaming"])'
 
 @pytest.fixture(scope="module")
 def server(astro_services):
-    port = free_port()
-    env = {**os.environ, "CITEDOCS_HOME": str(astro_services.store.path.parent), "CITEDOCS_BACKEND": "extractive"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "citedocs.cli", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            if process.poll() is not None:
-                pytest.fail(f"citedocs serve exited: {process.stdout.read().decode(errors='replace')[-2000:]}")
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("citedocs serve did not come up")
+    with running_server(astro_services.store.path.parent, CITEDOCS_BACKEND="extractive") as (base, _):
         # warm the models up so the first browser test does not wait on loading them
         httpx.post(f"{base}/ask", json={"question": ANSWERABLE}, timeout=120).raise_for_status()
         yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
 
 
 @pytest.fixture(scope="module")
 def guarded_server(tenant_services):
     """A real `citedocs serve` with auth required, over the two-tenant index; yields (url, acme's key)."""
     secret = tenant_services.create_key("acme", "browser test")[1]
-    port = free_port()
-    env = {
-        **os.environ,
-        "CITEDOCS_HOME": str(tenant_services.store.path.parent),
-        "CITEDOCS_BACKEND": "extractive",
-        "CITEDOCS_AUTH": "required",
-    }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "citedocs.cli", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            try:
-                if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("citedocs serve (auth required) did not come up")
+    home = tenant_services.store.path.parent
+    with running_server(home, CITEDOCS_BACKEND="extractive", CITEDOCS_AUTH="required") as (base, _):
         yield base, secret
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
 
 
 @pytest.fixture(scope="module")

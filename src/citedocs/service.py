@@ -18,7 +18,7 @@ from .ingest.admission import approve, default_report_path, remember_policy, res
 from .ingest.pipeline import IngestReport, ProgressFn, find_documents, ingest_corpus
 from .retrieve.hybrid import HybridRetriever, RetrievalConfig, RetrievalResult
 from .retrieve.rerank import default_reranker
-from .ask import AskEvent, AskPipeline
+from .ask import AskPipeline
 from .contract import MAX_QUESTION_CHARS, AskRequest, AskResponse
 from .generate.base import Generator
 from .validate.support import SupportChecker

@@ -10,8 +10,6 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-import numpy as np
-
 from ..config import DEFAULT_TENANT
 from ..encoders import LATE_INTERACTION_TOKENS, BiEncoder
 from ..index.store import ChunkVectors, CorpusInfo, DocumentRecord, IngestChanges, Store
