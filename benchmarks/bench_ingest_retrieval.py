@@ -35,7 +35,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CASES = ROOT.parent / "shared" / "evals" / "astro-dev.jsonl"
-STAGES = ("bm25", "dense", "fuse", "rerank", "total")
+STAGES = ("encode", "bm25", "dense", "fuse", "rerank", "total")
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -142,7 +142,7 @@ def test_rerank_uses_token_vectors_stored_at_ingest(services, small_docs):
     stored = services.store.token_vectors(CORPUS, ids)
     assert set(stored) == set(ids) and all(t.dtype == np.int8 and t.shape[1] == 384 for t in stored.values())
     chunks = services.store.get_chunks(CORPUS, ids)
-    query = "How do I deploy my Astro site to Heroku?"
+    query = services.retriever.encode_query("How do I deploy my Astro site to Heroku?")
     from_index = services.retriever.reranker.score(query, chunks, CORPUS)
     recomputed = LateInteractionReranker(services.encoder, lambda corpus, ids: {}).score(query, chunks, CORPUS)
     assert np.allclose(from_index, recomputed, atol=0.01)  # int8 storage costs no ranking precision

@@ -8,7 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..encoders import BiEncoder
+from ..encoders import LATE_INTERACTION_TOKENS, BiEncoder
 from ..index.store import Store
 from ..text import query_terms
 from ..types import Chunk, ChunkId, SearchHit, StageScores
@@ -16,10 +16,19 @@ from ..types import Chunk, ChunkId, SearchHit, StageScores
 RRF_K = 60  # the constant from Cormack et al.; it damps the weight of top ranks
 
 
+@dataclass(frozen=True)
+class QueryEncoding:
+    """One forward pass over the question serves both the dense stage and the reranker."""
+
+    text: str
+    vector: np.ndarray  # unit sentence embedding
+    tokens: np.ndarray  # unit token vectors (late interaction)
+
+
 class Reranker(Protocol):
     name: str
 
-    def score(self, query: str, chunks: list[Chunk], corpus: str) -> list[float]: ...
+    def score(self, query: QueryEncoding, chunks: list[Chunk], corpus: str) -> list[float]: ...
 
 
 @dataclass(frozen=True)
@@ -71,11 +80,14 @@ class HybridRetriever:
     def bm25(self, corpus: str, query: str, limit: int) -> list[tuple[ChunkId, float]]:
         return self.store.lexical_search(corpus, query_terms(query), limit)
 
-    def dense(self, corpus: str, version: str, query: str, limit: int) -> list[tuple[ChunkId, float]]:
+    def encode_query(self, query: str) -> QueryEncoding:
+        vector, tokens = self.encoder.encode_with_tokens([query], LATE_INTERACTION_TOKENS)[0]
+        return QueryEncoding(query, vector, tokens)
+
+    def dense(self, corpus: str, version: str, query_vector: np.ndarray, limit: int) -> list[tuple[ChunkId, float]]:
         ids, matrix = self._vectors.get(self.store, corpus, version)
         if not ids:
             return []
-        query_vector = self.encoder.encode([query])[0]
         scores = matrix @ query_vector
         limit = min(limit, len(ids))
         top = np.argpartition(-scores, limit - 1)[:limit]
@@ -92,6 +104,10 @@ class HybridRetriever:
             timings[stage] = (time.perf_counter() - started) * 1000
             return out
 
+        reranking = config.rerank and self.reranker is not None
+        encoding = None
+        if config.mode in ("dense", "hybrid") or reranking:
+            encoding = timed("encode", self.encode_query, query)
         rankings: list[list[ChunkId]] = []
         if config.mode in ("bm25", "hybrid"):
             lexical = timed("bm25", self.bm25, corpus, query, config.candidates)
@@ -99,7 +115,7 @@ class HybridRetriever:
                 stages.setdefault(cid, {}).update(bm25_rank=rank, bm25_score=score)
             rankings.append([cid for cid, _ in lexical])
         if config.mode in ("dense", "hybrid"):
-            semantic = timed("dense", self.dense, corpus, version, query, config.candidates)
+            semantic = timed("dense", self.dense, corpus, version, encoding.vector, config.candidates)
             for rank, (cid, score) in enumerate(semantic, start=1):
                 stages.setdefault(cid, {}).update(dense_rank=rank, dense_score=score)
             rankings.append([cid for cid, _ in semantic])
@@ -109,12 +125,12 @@ class HybridRetriever:
         for cid in ordered:
             stages[cid]["fused_score"] = fused[cid]
 
-        depth = max(config.rerank_depth, k) if (config.rerank and self.reranker) else k
+        depth = max(config.rerank_depth, k) if reranking else k
         chunks = self.store.get_chunks(corpus, ordered[:depth])
         final_scores = [fused[c.id] for c in chunks]
         confidence = final_scores[0] if final_scores else 0.0
-        if config.rerank and self.reranker and chunks:
-            rerank_scores = timed("rerank", self.reranker.score, query, chunks, corpus)
+        if reranking and chunks:
+            rerank_scores = timed("rerank", self.reranker.score, encoding, chunks, corpus)
             for chunk, score in zip(chunks, rerank_scores):
                 stages[chunk.id]["rerank_score"] = score
             # The reranker is one more vote, not the last word: its ranking is fused with the first

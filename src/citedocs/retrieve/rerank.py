@@ -2,7 +2,7 @@
 
 No PyPI package ships a cross-encoder reranker with its weights (see README, "Models"), so the
 default reranker is late interaction (ColBERT-style MaxSim) over the bundled bi-encoder's
-contextual token vectors: each query token is matched to its most similar chunk token, which
+contextual token vectors: each query token (from the retriever's one pass over the question) is matched to its most similar chunk token, which
 rewards chunks that cover every part of the question rather than its gist. A chunk's token
 vectors do not depend on the query, so ingest stores them (int8) and a query only encodes itself.
 """
@@ -16,6 +16,7 @@ import numpy as np
 from ..encoders import LATE_INTERACTION_TOKENS, BiEncoder, bi_encoder
 from ..index.store import dequantize_tokens
 from ..types import Chunk, ChunkId
+from .hybrid import QueryEncoding
 
 TokenSource = Callable[[str, list[ChunkId]], dict[ChunkId, np.ndarray]]
 
@@ -27,14 +28,13 @@ class LateInteractionReranker:
         self.encoder = encoder
         self.stored = stored  # (corpus, ids) -> int8 token vectors written at ingest
 
-    def score(self, query: str, chunks: list[Chunk], corpus: str) -> list[float]:
-        query_tokens = self.encoder.encode_with_tokens([query], LATE_INTERACTION_TOKENS)[0][1]
+    def score(self, query: QueryEncoding, chunks: list[Chunk], corpus: str) -> list[float]:
         tokens = {cid: dequantize_tokens(t) for cid, t in self.stored(corpus, [c.id for c in chunks]).items()}
         missing = [c for c in chunks if c.id not in tokens]  # an index written before tokens were stored
         if missing:
             live = self.encoder.encode_with_tokens([c.embedding_text() for c in missing], LATE_INTERACTION_TOKENS)
             tokens.update((c.id, t) for c, (_, t) in zip(missing, live))
-        return [float((query_tokens @ tokens[c.id].T).max(axis=1).mean()) for c in chunks]
+        return [float((query.tokens @ tokens[c.id].T).max(axis=1).mean()) for c in chunks]
 
 
 def default_reranker(stored: TokenSource) -> LateInteractionReranker:

@@ -17,7 +17,7 @@ DEFAULT_PATH = Path(__file__).with_name("thresholds.toml")
 
 @dataclass(frozen=True)
 class Thresholds:
-    min_retrieval_score: float  # top hit's reranker score below this: refuse before generating
+    min_retrieval_score: float  # best reranker similarity among the candidates below this: refuse before generating
     support_min_coverage: float  # share of a claim's content words found in its cited chunks
     support_min_similarity: float  # bi-encoder cosine between a claim and its best evidence sentence
     extractive_min_sentence_score: float  # extractive backend: weakest sentence it will quote
