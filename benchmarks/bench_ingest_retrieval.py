@@ -7,12 +7,15 @@
    through hybrid+rerank, with per-stage latency p50/p95 (bm25, dense, fuse, rerank, total);
    the same queries without the rerank for comparison.
 4. Scale: the stored chunks (with their vectors, slightly perturbed, never re-embedded) are
-   replicated into a separate ~100k-chunk corpus through SQLiteStore.apply_ingest, and the same
+   replicated into a separate ~100k-chunk corpus through the store's apply_ingest, and the same
    queries are timed there without rerank (bm25, dense, fuse, total).
 
 Prints a Markdown table and writes everything as JSON to --out. --quick skips step 4.
+--database-url runs it all on PostgreSQL + pgvector (an empty database) instead of SQLite;
+--copy-from SQLITE_FILE then replaces the cold ingest by a copy of that index (no re-embedding).
 
     python benchmarks/bench_ingest_retrieval.py --out benchmarks/results.json
+    python benchmarks/bench_ingest_retrieval.py --database-url postgresql://... --copy-from ~/.local/share/citedocs/citedocs.sqlite3
 """
 
 from __future__ import annotations
@@ -93,7 +96,7 @@ def time_queries(services, corpus: str, queries: list[str], rerank: bool, k: int
     samples: dict[str, list[float]] = {s: [] for s in STAGES if rerank or s != "rerank"}
     for query in queries:
         started = time.perf_counter()
-        result = services.retriever.retrieve(info.name, info.version, query, k, config)
+        result = services.retriever.retrieve(info.name, query, k, config)
         total = (time.perf_counter() - started) * 1000
         for stage, ms in result.stage_ms.items():
             samples[stage].append(ms)
@@ -107,7 +110,7 @@ def warm_up(services, corpus: str, rerank: bool) -> float:
 
     info = services.corpus(corpus)
     started = time.perf_counter()
-    services.retriever.retrieve(info.name, info.version, "warm up query", 8, RetrievalConfig(rerank=rerank))
+    services.retriever.retrieve(info.name, "warm up query", 8, RetrievalConfig(rerank=rerank))
     return time.perf_counter() - started
 
 
@@ -117,8 +120,10 @@ def replicate(services, source: str, target: str, size: int, seed: int = 7) -> d
     from citedocs.types import ChunkId
 
     store = services.store
-    ids, matrix = store.vectors(source)
-    chunks = {c.id: c for c in store.get_chunks(source, ids)}
+    exported = list(store.export_chunks(source))
+    ids = [chunk.id for chunk, _ in exported]
+    chunks = {chunk.id: chunk for chunk, _ in exported}
+    matrix = np.stack([vectors.sentence for _, vectors in exported])
     rng = np.random.default_rng(seed)
     info = services.corpus(source)
     written = 0
@@ -168,6 +173,15 @@ def replicate(services, source: str, target: str, size: int, seed: int = 7) -> d
     return {"chunks": written, "replicas": replica, "write_s": seconds, "chunks_per_s": written / seconds}
 
 
+def database_mb(store) -> float:
+    if getattr(store, "url", None):
+        import psycopg
+
+        with psycopg.connect(store.url) as conn:
+            return conn.execute("SELECT pg_database_size(current_database())").fetchone()[0] / 1e6
+    return sum(p.stat().st_size for p in store.path.parent.glob(store.path.name + "*")) / 1e6
+
+
 def fmt(value: float) -> str:
     return f"{value:.1f}" if value < 100 else f"{value:.0f}"
 
@@ -175,6 +189,7 @@ def fmt(value: float) -> str:
 def markdown(report: dict) -> str:
     lines = []
     env = report["environment"]
+    lines.append(f"Store: {report['store']}")
     lines.append(
         f"Machine: {env['cpus']} CPUs, torch threads {env['torch_threads']}, load average at start "
         f"{env['load_at_start']}, at end {env['load_at_end']}; {env['python']} on {env['platform']}"
@@ -182,7 +197,12 @@ def markdown(report: dict) -> str:
     lines.append("")
     lines.append("| ingest | files | chunks | embedded | seconds | parse s | embed s | write s |")
     lines.append("|---|---|---|---|---|---|---|---|")
+    if "copy" in report["ingest"]:
+        copy = report["ingest"]["copy"]
+        lines.append(f"| copy from SQLite (no embedding) | | {copy['chunks']} | 0 | {copy['seconds']:.1f} | | | |")
     for name in ("cold", "no_change"):
+        if name not in report["ingest"]:
+            continue
         r = report["ingest"][name]
         lines.append(
             f"| {name.replace('_', '-')} | {r['files']} | {r['chunks']} | {r['embedded']} | {r['seconds']:.1f} | "
@@ -218,6 +238,8 @@ def main() -> int:
     parser.add_argument("--cases", type=Path, default=DEFAULT_CASES, help="JSONL case file for the queries")
     parser.add_argument("--scale", type=int, default=100_000, help="chunks in the synthetic corpus")
     parser.add_argument("--keep", action="store_true", help="keep the temporary CITEDOCS_HOME")
+    parser.add_argument("--database-url", help="an empty PostgreSQL + pgvector database to run on instead of SQLite")
+    parser.add_argument("--copy-from", type=Path, help="with --database-url: copy this SQLite index instead of a cold ingest")
     args = parser.parse_args()
 
     home = Path(tempfile.mkdtemp(prefix="citedocs-bench-"))
@@ -236,10 +258,13 @@ def main() -> int:
             "load_at_start": " ".join(f"{x:.1f}" for x in os.getloadavg()),
         },
         "docs": str(docs),
+        "store": "postgresql" if args.database_url else "sqlite",
         "retrieval": [],
     }
     try:
-        services = Services.open(config.database_path())
+        from citedocs.index import copy_corpus, open_store
+
+        services = Services(store=open_store(args.database_url or config.database_path()))
         started = time.perf_counter()
         services.encoder
         services.retriever  # builds the reranker too
@@ -248,7 +273,13 @@ def main() -> int:
 
         report["environment"]["torch_threads"] = torch.get_num_threads()
 
-        for name in ("cold", "no_change"):
+        if args.copy_from:
+            started = time.perf_counter()
+            source = open_store(args.copy_from)
+            copied = copy_corpus(source, services.store, corpus)
+            source.close()
+            report["ingest"]["copy"] = {"chunks": copied, "seconds": time.perf_counter() - started}
+        for name in ("no_change",) if args.copy_from else ("cold", "no_change"):
             print(f"ingest ({name}) of {docs} ...", file=sys.stderr, flush=True)
             clock = PhaseClock()
             result = services.ingest(docs, corpus, config.ASTRO_BASE_URL, clock)
@@ -278,8 +309,7 @@ def main() -> int:
             target = f"{corpus}-x{args.scale // 1000}k"
             print(f"replicating into {target} ...", file=sys.stderr, flush=True)
             scale = replicate(services, corpus, target, args.scale)
-            db = config.database_path()
-            scale["db_mb"] = sum(p.stat().st_size for p in db.parent.glob(db.name + "*")) / 1e6
+            scale["db_mb"] = database_mb(services.store)
             report["scale"] = scale
             name = f"{scale['chunks'] // 1000}k hybrid (no rerank)"
             print(f"{name}: {len(queries)} queries ...", file=sys.stderr, flush=True)

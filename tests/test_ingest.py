@@ -25,7 +25,7 @@ from citedocs.retrieve.hybrid import RetrievalConfig
 from citedocs.retrieve.rerank import LateInteractionReranker
 from citedocs.service import Services
 
-from conftest import ASTRO_BASE_URL, write_docs
+from conftest import ASTRO_BASE_URL, BACKENDS, stored_rows, write_docs
 
 CORPUS = "small"
 HEROKU = "guides/deploy/heroku.mdx"
@@ -35,7 +35,7 @@ NO_RERANK = RetrievalConfig(rerank=False)
 
 @pytest.fixture
 def services(tmp_home: Path):
-    services = Services.open(tmp_home / "citedocs.sqlite3")
+    services = Services.open()  # tmp_home's store: its SQLite file, or a fresh PostgreSQL database
     yield services
     services.store.close()
 
@@ -173,9 +173,15 @@ def test_two_files_for_the_same_page_never_overwrite_each_other(services, tmp_pa
 # --- crash safety ---------------------------------------------------------------------------------
 
 
-def _write_lock_held(db: Path) -> bool:
-    """True when another connection holds the database's write lock (an open write transaction)."""
-    conn = sqlite3.connect(db, timeout=0, isolation_level=None)
+def _write_lock_held(services: Services) -> bool:
+    """True when another connection holds the store's write lock (an open ingest transaction)."""
+    if getattr(services.store, "url", None):  # PostgreSQL: the ingest's per-corpus advisory lock
+        return bool(stored_rows(
+            services,
+            "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+        ))
+    conn = sqlite3.connect(services.store.path, timeout=0, isolation_level=None)
     try:
         conn.execute("BEGIN IMMEDIATE")
         conn.execute("ROLLBACK")
@@ -188,7 +194,7 @@ def _write_lock_held(db: Path) -> bool:
         conn.close()
 
 
-def _wait_inside_write_transaction(proc: subprocess.Popen, db: Path, timeout_s: float = 240.0) -> None:
+def _wait_inside_write_transaction(proc: subprocess.Popen, services: Services, timeout_s: float = 240.0) -> None:
     """Block until ``proc`` sits inside its write transaction (the lock is held and stays held)."""
     deadline = time.monotonic() + timeout_s
     held_since: float | None = None
@@ -196,7 +202,7 @@ def _wait_inside_write_transaction(proc: subprocess.Popen, db: Path, timeout_s: 
         if proc.poll() is not None:
             out, err = proc.communicate()
             pytest.fail(f"ingest exited ({proc.returncode}) before it was killed:\n{out}\n{err}")
-        if _write_lock_held(db):
+        if _write_lock_held(services):
             held_since = held_since or time.monotonic()
             if time.monotonic() - held_since >= 2.0:  # not a passing lock: the paused write
                 return
@@ -207,15 +213,14 @@ def _wait_inside_write_transaction(proc: subprocess.Popen, db: Path, timeout_s: 
     pytest.fail("the ingest never entered its write transaction")
 
 
+@pytest.mark.parametrize("store_backend", BACKENDS, scope="session")
 def test_killed_ingest_keeps_previous_index(services, small_docs, tmp_home):
     first = ingest(services, small_docs)
     old_hashes = services.store.chunk_hashes(CORPUS)
-    services.store.close()
 
     # changes that need several chunk writes, so the fault pause lands mid-transaction
     edit(small_docs / HEROKU, "Create a Heroku account by", "Create a free Heroku account by")
     write_docs(small_docs, {"guides/new-page.mdx": "---\ntitle: Brand new page\n---\n\n## Zebra crossing\n\nA unique zebra paragraph.\n"})
-    db = tmp_home / "citedocs.sqlite3"
     env = {**os.environ, "CITEDOCS_HOME": str(tmp_home), "CITEDOCS_FAULT_PAUSE_IN_WRITE": "120"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "citedocs.cli", "ingest", str(small_docs), "--corpus", CORPUS],
@@ -225,7 +230,7 @@ def test_killed_ingest_keeps_previous_index(services, small_docs, tmp_home):
         text=True,
     )
     try:
-        _wait_inside_write_transaction(proc, db)
+        _wait_inside_write_transaction(proc, services)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
@@ -234,7 +239,8 @@ def test_killed_ingest_keeps_previous_index(services, small_docs, tmp_home):
             proc.wait()
     assert proc.returncode == -signal.SIGKILL
 
-    reopened = Services.open(db)
+    services.store.close()
+    reopened = Services.open()
     try:
         info = reopened.corpus(CORPUS)
         assert info.version == first.version

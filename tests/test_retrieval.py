@@ -19,7 +19,7 @@ from citedocs.retrieve.rewrite import standalone_query_fallback
 from citedocs.service import EmptyQuestion, UnknownCorpus
 from citedocs.text import fts_match_expression, query_terms, search_terms
 
-from conftest import ASTRO_BASE_URL, ASTRO_CORPUS, DEV_CASES
+from conftest import ASTRO_BASE_URL, ASTRO_CORPUS, DEV_CASES, store_env
 
 # Measured hybrid+rerank page recall@8 on the dev set's 43 answerable cases: 0.977 (42/43; the
 # miss is astro-dev-041, Express -> the Node adapter's middleware mode). The floor allows one more
@@ -184,7 +184,7 @@ def test_hybrid_rerank_recall_at_8_on_the_dev_set_holds(astro_services):
     rows = []
     for case in answerable:
         query = standalone_query_fallback(case.question, case.history)
-        result = astro_services.retriever.retrieve(info.name, info.version, query, 8, RetrievalConfig())
+        result = astro_services.retriever.retrieve(info.name, query, 8, RetrievalConfig())
         rows.append(score_case(case, [h.chunk for h in result.hits]))
     summary = summarize(rows)
     missed = [r.case_id for r in rows if not r.page_rank or r.page_rank > 8]
@@ -208,7 +208,7 @@ def test_empty_question_is_refused(astro_services):
 
 
 def cli_env(astro_services) -> dict[str, str]:
-    return {"CITEDOCS_HOME": str(astro_services.store.path.parent), "COLUMNS": "200", "CITEDOCS_CORPUS": None}
+    return {**store_env(astro_services), "COLUMNS": "200", "CITEDOCS_CORPUS": None}
 
 
 def test_cli_search_json_returns_ids_and_urls_with_anchors(astro_services):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
@@ -14,7 +12,7 @@ from citedocs.cli import app as cli
 from citedocs.index.store import CorpusOwnedByOtherTenant
 from citedocs.service import Services
 
-from conftest import ASTRO_BASE_URL, TENANT_CORPORA, copy_astro_pages
+from conftest import ASTRO_BASE_URL, TENANT_CORPORA, copy_astro_pages, stored_rows
 
 QUESTION = "How do I deploy my Astro site to Heroku?"
 
@@ -151,8 +149,7 @@ def test_cli_ingest_records_the_tenant_and_refuses_another_tenants_corpus(tmp_ho
 
 def test_key_secret_is_stored_only_as_its_hash(tenant_services):
     key, secret = tenant_services.create_key("globex", "hash check")
-    with sqlite3.connect(tenant_services.store.path) as db:
-        rows = db.execute("SELECT * FROM api_keys WHERE key_id = ?", (key.key_id,)).fetchall()
+    rows = stored_rows(tenant_services, "SELECT * FROM api_keys WHERE key_id = ?", (key.key_id,))
     assert secret not in repr(rows) and secret_sha256(secret) in repr(rows)
 
 

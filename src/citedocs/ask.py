@@ -105,7 +105,7 @@ class AskPipeline:
         trace.payload["rewritten_query"] = query
 
         result = trace.timed(
-            "retrieve", self.retriever.retrieve, corpus.name, corpus.version, query, request.top_k, RetrievalConfig()
+            "retrieve", self.retriever.retrieve, corpus.name, query, request.top_k, RetrievalConfig()
         )
         hits = result.hits
         trace.stage_ms.update({f"retrieve.{k}": round(v, 1) for k, v in result.stage_ms.items()})

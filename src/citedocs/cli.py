@@ -14,6 +14,7 @@ from rich.table import Table
 from . import config
 from .eval.cases import CaseFileError
 from .ingest.admission import PolicyError
+from .index.store import StoreUnavailable
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Cited answers from your docs, or an honest refusal.")
 keys_app = typer.Typer(no_args_is_help=True, help="API keys (used when auth = required).")
@@ -218,7 +219,7 @@ def eval_retrieval(
         rows = []
         for case in answerable:
             query = standalone_query_fallback(case.question, case.history)
-            result = services.retriever.retrieve(info.name, info.version, query, 8, settings)
+            result = services.retriever.retrieve(info.name, query, 8, settings)
             rows.append(score_case(case, [h.chunk for h in result.hits]))
         summary = summarize_by_bucket(rows)
         report[mode] = {"summary": summary, "rows": [r.__dict__ for r in rows]}
@@ -315,6 +316,22 @@ def serve(
     err.print(f"citedocs on http://{host}:{port}  (API docs: /docs; {auth}; pruned {pruned} expired traces)")
     configure_json_logging()
     uvicorn.run(application, host=host, port=port, log_config=None, access_log=False)
+
+
+@app.command("copy-index")
+def copy_index(
+    to: Annotated[str, typer.Option("--to", help="Target store: a postgresql://… URL or a SQLite file path.")],
+    corpus: Annotated[Optional[list[str]], typer.Option("--corpus", "-c", help="Only this corpus (repeatable).")] = None,
+) -> None:
+    """Copy indexed corpora, vectors included, to another store (e.g. SQLite → PostgreSQL) without re-embedding."""
+    from .service import UnknownCorpus
+
+    try:
+        copied = _services().copy_index(to, corpus)
+    except UnknownCorpus as exc:
+        fail(str(exc))
+    for name, count in copied.items():
+        console.print(f"copied corpus {name}: {count} chunks")
 
 
 @app.command()
@@ -480,7 +497,7 @@ def demo(
 def main() -> None:
     try:
         app()
-    except config.ConfigError as exc:
+    except (config.ConfigError, StoreUnavailable) as exc:
         err.print(f"[bold red]error:[/] {exc}")
         raise SystemExit(2) from None
 

@@ -59,6 +59,13 @@ def _positive_float(raw: Any) -> float:
     return value
 
 
+def _database_url(raw: Any) -> str:
+    url = str(raw)
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise ValueError("use a postgresql://user:password@host:port/database URL (unset it for the embedded SQLite file)")
+    return url
+
+
 def _choice(*options: str) -> Callable[[Any], str]:
     def parse(raw: Any) -> str:
         if str(raw) not in options:
@@ -77,6 +84,9 @@ class Setting:
 
 
 SETTINGS: dict[str, Setting] = {
+    "database_url": Setting(
+        "CITEDOCS_DATABASE_URL", None, _database_url, "PostgreSQL + pgvector URL; unset = SQLite file in CITEDOCS_HOME"
+    ),
     "corpus": Setting("CITEDOCS_CORPUS", ASTRO_CORPUS_NAME, str, "default corpus for questions"),
     "backend": Setting("CITEDOCS_BACKEND", None, str, "extractive | openai | local"),
     "llm_base_url": Setting("CITEDOCS_LLM_BASE_URL", None, str, "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1"),

@@ -12,7 +12,7 @@ from pathlib import Path
 from . import config, metrics
 from .auth import NAME_PATTERN, AuthError, bearer_token, new_key_id, new_secret, secret_sha256
 from .encoders import BiEncoder, bi_encoder
-from .index.sqlite import SQLiteStore
+from .index import copy_corpus, open_store
 from .index.store import ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store
 from .ingest.admission import approve, default_report_path, remember_policy, resolve_policy
 from .ingest.pipeline import IngestReport, ProgressFn, find_documents, ingest_corpus
@@ -87,7 +87,8 @@ class Services:
 
     @classmethod
     def open(cls, db_path: Path | None = None, backend: str | None = None) -> Services:
-        return cls(store=SQLiteStore(db_path or config.database_path()), backend=backend)
+        """Over the SQLite file at ``db_path`` if given, else the configured store (see ``open_store``)."""
+        return cls(store=open_store(db_path), backend=backend)
 
     @cached_property
     def encoder(self) -> BiEncoder:
@@ -155,6 +156,18 @@ class Services:
         report.write_admission_report(report.admission_report)
         return report
 
+    def copy_index(self, target: str, corpora: list[str] | None = None) -> dict[str, int]:
+        """Copy corpora (default: all) with their vectors to another store (a postgresql:// URL or a
+        SQLite path): moving between backends needs no re-embedding. Traces and keys stay behind."""
+        names = corpora or [c.name for c in self.store.list_corpora()]
+        for name in names:
+            self.corpus(name)
+        destination = open_store(target)
+        try:
+            return {name: copy_corpus(self.store, destination, name) for name in names}
+        finally:
+            destination.close()
+
     def approve(self, source_dir: Path, corpus: str, paths: list[str], admission: Path | None = None) -> dict[str, str]:
         """Pin the given corpus-relative paths (default: every doc in the folder) to their current hashes."""
         rels = paths or [p.relative_to(source_dir).as_posix() for p in find_documents(source_dir)]
@@ -171,7 +184,7 @@ class Services:
     ) -> RetrievalResult:
         text = check_question(question)
         info = self.corpus(corpus, tenant)
-        return self.retriever.retrieve(info.name, info.version, text, k, retrieval or RetrievalConfig())
+        return self.retriever.retrieve(info.name, text, k, retrieval or RetrievalConfig())
 
     def ask(self, request: AskRequest, tenant: str | None = None) -> AskResponse:
         check_question(request.question)

@@ -1,5 +1,8 @@
 """Embedded store: one SQLite file with FTS5 for BM25 and float32 vectors as blobs.
 
+Nearest-vector search is exact (one matrix product over the corpus' vectors, kept in memory and
+reloaded when the corpus version changes); at the sizes one machine serves that beats an ANN index.
+
 Every ingest is one ``BEGIN IMMEDIATE`` transaction, so a killed or failed ingest leaves the
 previous index exactly as it was (SQLite rolls the journal back on the next open).
 """
@@ -7,17 +10,24 @@ previous index exactly as it was (SQLite rolls the journal back on the next open
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 from ..text import fts_match_expression, search_terms
 from ..types import Chunk, ChunkId
-from .store import ApiKey, ChunkVectors, CorpusInfo, CorpusOwnedByOtherTenant, DocumentRecord, IngestChanges
+from .store import (
+    ApiKey,
+    ChunkVectors,
+    CorpusInfo,
+    CorpusOwnedByOtherTenant,
+    DocumentRecord,
+    IngestChanges,
+    pause_mid_write_if_asked,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS corpora (
@@ -96,10 +106,6 @@ _ADDED_COLUMNS = (
 _BM25_WEIGHTS = (0.0, 2.0, 3.0, 1.0)
 _CHUNK_COLUMNS = "id, doc_path, title, heading_path, anchor, anchor_path, url, text, token_count"
 
-# Fault injection for the crash-safety test only: pause inside the write transaction so the
-# test can kill the process while the transaction is open.
-_PAUSE_IN_WRITE_ENV = "CITEDOCS_FAULT_PAUSE_IN_WRITE"
-
 
 def _row_to_chunk(row: sqlite3.Row) -> Chunk:
     return Chunk(
@@ -130,6 +136,7 @@ class SQLiteStore:
             if column not in existing:
                 self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
         self._db.execute("CREATE INDEX IF NOT EXISTS traces_created_at ON traces (created_at)")
+        self._matrices: dict[str, tuple[str, list[ChunkId], np.ndarray]] = {}  # corpus -> (version, ids, vectors)
 
     def close(self) -> None:
         with self._lock:
@@ -176,8 +183,7 @@ class SQLiteStore:
                 for n, (chunk, vectors) in enumerate(changes.upsert_chunks):
                     self._delete_chunk(corpus, chunk.id)
                     self._insert_chunk(corpus, chunk, vectors)
-                    if n == len(changes.upsert_chunks) // 2 and os.environ.get(_PAUSE_IN_WRITE_ENV):
-                        time.sleep(float(os.environ[_PAUSE_IN_WRITE_ENV]))
+                    pause_mid_write_if_asked(n, n + 1, len(changes.upsert_chunks))
                 db.executemany(
                     "DELETE FROM documents WHERE corpus = ? AND path = ?",
                     [(corpus, p) for p in changes.delete_document_paths],
@@ -271,14 +277,43 @@ class SQLiteStore:
         # FTS5's bm25() is "lower is better"; flip it so every stage reports higher = better.
         return [(ChunkId(r["id"]), -float(r["score"])) for r in rows]
 
-    def vectors(self, corpus: str) -> tuple[list[ChunkId], np.ndarray]:
+    def dense_search(self, corpus: str, query_vector: np.ndarray, limit: int) -> list[tuple[ChunkId, float]]:
+        ids, matrix = self._corpus_matrix(corpus)
+        if not ids or limit <= 0:
+            return []
+        scores = matrix @ query_vector
+        limit = min(limit, len(ids))
+        top = np.argpartition(-scores, limit - 1)[:limit]
+        top = top[np.argsort(-scores[top])]
+        return [(ids[i], float(scores[i])) for i in top]
+
+    def _corpus_matrix(self, corpus: str) -> tuple[list[ChunkId], np.ndarray]:
         with self._lock:
-            rows = self._db.execute("SELECT id, embedding FROM chunks WHERE corpus = ? ORDER BY rid", (corpus,)).fetchall()
-        if not rows:
-            return [], np.zeros((0, 0), dtype=np.float32)
-        ids = [ChunkId(r["id"]) for r in rows]
-        matrix = np.frombuffer(b"".join(r["embedding"] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-        return ids, matrix
+            row = self._db.execute("SELECT version FROM corpora WHERE name = ?", (corpus,)).fetchone()
+            version = row["version"] if row else ""
+            cached = self._matrices.get(corpus)
+            if cached is None or cached[0] != version:
+                rows = self._db.execute(
+                    "SELECT id, embedding FROM chunks WHERE corpus = ? ORDER BY rid", (corpus,)
+                ).fetchall()
+                ids = [ChunkId(r["id"]) for r in rows]
+                matrix = np.frombuffer(b"".join(r["embedding"] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+                cached = self._matrices[corpus] = (version, ids, matrix)
+        return cached[1], cached[2]
+
+    def export_chunks(self, corpus: str) -> Iterator[tuple[Chunk, ChunkVectors]]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {', '.join('c.' + c for c in _CHUNK_COLUMNS.split(', '))}, c.embedding AS embedding,"
+                " t.n_tokens AS n_tokens, t.vectors AS token_vectors FROM chunks c"
+                " LEFT JOIN chunk_tokens t ON t.rid = c.rid WHERE c.corpus = ? ORDER BY c.rid",
+                (corpus,),
+            ).fetchall()
+        for r in rows:
+            tokens = None
+            if r["token_vectors"] is not None:
+                tokens = np.frombuffer(r["token_vectors"], dtype=np.int8).reshape(r["n_tokens"], -1)
+            yield _row_to_chunk(r), ChunkVectors(np.frombuffer(r["embedding"], dtype=np.float32), tokens)
 
     def token_vectors(self, corpus: str, ids: list[ChunkId]) -> dict[ChunkId, np.ndarray]:
         if not ids:

@@ -1,13 +1,16 @@
 """The storage interface every index backend implements.
 
-It is deliberately narrow (corpora, documents, chunks with vectors, lexical search, traces, API
-keys) so
-that a PostgreSQL + pgvector backend can sit behind it next to the embedded SQLite default.
+It is deliberately narrow (corpora, documents, chunks with vectors, lexical and nearest-vector
+search, traces, API keys) so that the embedded SQLite default (``sqlite.py``) and PostgreSQL +
+pgvector (``postgres.py``) are interchangeable: retrieval, the API and the CLI see only this.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import os
+import time
+from collections.abc import Iterator
 from typing import Protocol
 
 import numpy as np
@@ -78,6 +81,21 @@ class CorpusOwnedByOtherTenant(ValueError):
     pass
 
 
+class StoreUnavailable(RuntimeError):
+    """The configured store cannot be opened; the message says what to fix."""
+
+
+# Fault injection for the crash-safety tests only: pause inside the write transaction so the test
+# can kill the process while the transaction is open.
+_PAUSE_IN_WRITE_ENV = "CITEDOCS_FAULT_PAUSE_IN_WRITE"
+
+
+def pause_mid_write_if_asked(written_before: int, written_after: int, total: int) -> None:
+    """Pause (fault injection only) once the writes cross the half-way mark."""
+    if written_before <= total // 2 < written_after and os.environ.get(_PAUSE_IN_WRITE_ENV):
+        time.sleep(float(os.environ[_PAUSE_IN_WRITE_ENV]))
+
+
 class Store(Protocol):
     """``tenant=None`` in a read means "any tenant" (auth off, or the operator's CLI)."""
 
@@ -99,7 +117,13 @@ class Store(Protocol):
         self, corpus: str, terms: list[str], limit: int, match_all: bool = False
     ) -> list[tuple[ChunkId, float]]: ...
 
-    def vectors(self, corpus: str) -> tuple[list[ChunkId], np.ndarray]: ...
+    def dense_search(self, corpus: str, query_vector: np.ndarray, limit: int) -> list[tuple[ChunkId, float]]:
+        """The chunks whose unit sentence vectors have the highest inner product with the query's."""
+        ...
+
+    def export_chunks(self, corpus: str) -> Iterator[tuple[Chunk, ChunkVectors]]:
+        """Every chunk with its stored vectors (copying an index to another backend needs no re-embedding)."""
+        ...
 
     def token_vectors(self, corpus: str, ids: list[ChunkId]) -> dict[ChunkId, np.ndarray]:
         """Stored int8 token vectors (see ``ChunkVectors``); chunks indexed without them are absent."""

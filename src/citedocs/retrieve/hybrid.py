@@ -55,27 +55,11 @@ def reciprocal_rank_fusion(rankings: list[list[ChunkId]], k: int = RRF_K) -> dic
     return scores
 
 
-class _VectorCache:
-    """The corpus' vector matrix, reloaded only when the corpus version changes."""
-
-    def __init__(self) -> None:
-        self._cache: dict[str, tuple[str, list[ChunkId], np.ndarray]] = {}
-
-    def get(self, store: Store, corpus: str, version: str) -> tuple[list[ChunkId], np.ndarray]:
-        cached = self._cache.get(corpus)
-        if cached is None or cached[0] != version:
-            ids, matrix = store.vectors(corpus)
-            cached = (version, ids, matrix)
-            self._cache[corpus] = cached
-        return cached[1], cached[2]
-
-
 class HybridRetriever:
     def __init__(self, store: Store, encoder: BiEncoder, reranker: Reranker | None = None) -> None:
         self.store = store
         self.encoder = encoder
         self.reranker = reranker
-        self._vectors = _VectorCache()
 
     def bm25(self, corpus: str, query: str, limit: int) -> list[tuple[ChunkId, float]]:
         return self.store.lexical_search(corpus, query_terms(query), limit)
@@ -84,17 +68,10 @@ class HybridRetriever:
         vector, tokens = self.encoder.encode_with_tokens([query], LATE_INTERACTION_TOKENS)[0]
         return QueryEncoding(query, vector, tokens)
 
-    def dense(self, corpus: str, version: str, query_vector: np.ndarray, limit: int) -> list[tuple[ChunkId, float]]:
-        ids, matrix = self._vectors.get(self.store, corpus, version)
-        if not ids:
-            return []
-        scores = matrix @ query_vector
-        limit = min(limit, len(ids))
-        top = np.argpartition(-scores, limit - 1)[:limit]
-        top = top[np.argsort(-scores[top])]
-        return [(ids[i], float(scores[i])) for i in top]
+    def dense(self, corpus: str, query_vector: np.ndarray, limit: int) -> list[tuple[ChunkId, float]]:
+        return self.store.dense_search(corpus, query_vector, limit)
 
-    def retrieve(self, corpus: str, version: str, query: str, k: int, config: RetrievalConfig) -> RetrievalResult:
+    def retrieve(self, corpus: str, query: str, k: int, config: RetrievalConfig) -> RetrievalResult:
         timings: dict[str, float] = {}
         stages: dict[ChunkId, dict] = {}
 
@@ -115,7 +92,7 @@ class HybridRetriever:
                 stages.setdefault(cid, {}).update(bm25_rank=rank, bm25_score=score)
             rankings.append([cid for cid, _ in lexical])
         if config.mode in ("dense", "hybrid"):
-            semantic = timed("dense", self.dense, corpus, version, encoding.vector, config.candidates)
+            semantic = timed("dense", self.dense, corpus, encoding.vector, config.candidates)
             for rank, (cid, score) in enumerate(semantic, start=1):
                 stages.setdefault(cid, {}).update(dense_rank=rank, dense_score=score)
             rankings.append([cid for cid, _ in semantic])
