@@ -75,14 +75,17 @@ BACKEND_SUITES = {"test_retrieval", "test_api", "test_tenants"}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if metafunc.module.__name__.rsplit(".", 1)[-1] in BACKEND_SUITES and "store_backend" in metafunc.fixturenames:
-        metafunc.parametrize("store_backend", BACKENDS, scope="session")
+    """``store_backend``: both backends in BACKEND_SUITES, SQLite elsewhere, unless a test names its own.
 
-
-@pytest.fixture(scope="session")
-def store_backend() -> str:
-    """The store under test: SQLite, except in BACKEND_SUITES, which run on both."""
-    return "sqlite"
+    Every test gets it as a session-scoped parameter (never from a plain fixture) so that a
+    session fixture built for one backend is torn down, not reused, when tests of the other run.
+    """
+    if "store_backend" not in metafunc.fixturenames:
+        return
+    if any("store_backend" in str(m.args[0]) for m in metafunc.definition.iter_markers("parametrize")):
+        return
+    in_suite = metafunc.module.__name__.rsplit(".", 1)[-1] in BACKEND_SUITES
+    metafunc.parametrize("store_backend", BACKENDS if in_suite else ("sqlite",), scope="session")
 
 
 @pytest.fixture(scope="session")

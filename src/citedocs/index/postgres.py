@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
@@ -125,6 +126,7 @@ _CHUNK_COLUMNS = "id, doc_path, title, heading_path, anchor, anchor_path, url, t
 _KEY_COLUMNS = "key_id, tenant, name, created_at, revoked_at"
 
 _stemmer = snowballstemmer.stemmer("porter")
+_TOKEN = re.compile(r"\w+")  # FTS5 unicode61 with '_' as a token character
 
 
 def _lexeme(term: str) -> str:
@@ -337,13 +339,16 @@ class PostgresStore:
     def lexical_search(
         self, corpus: str, terms: list[str], limit: int, match_all: bool = False
     ) -> list[tuple[ChunkId, float]]:
-        lexemes = [_lexeme(t) for t in dict.fromkeys(terms)]
+        # A term is a phrase of its word tokens, as FTS5 reads a quoted term ("astro's" is
+        # astro + s). Postings keep no positions, so a phrase is approximated by all of its tokens
+        # occurring in the chunk: required for a single-phrase look-up or with match_all.
+        phrases = [[_lexeme(token) for token in _TOKEN.findall(t.lower())] for t in dict.fromkeys(terms)]
+        phrases = [phrase for phrase in phrases if phrase]
+        lexemes = [lexeme for phrase in phrases for lexeme in phrase]
         if not lexemes:
             return []
-        rows = self._read(
-            _BM25_SQL,
-            {"lexemes": lexemes, "corpus": corpus, "required": len(lexemes) if match_all else 1, "limit": limit},
-        )
+        required = len(lexemes) if match_all or len(phrases) == 1 else 1
+        rows = self._read(_BM25_SQL, {"lexemes": lexemes, "corpus": corpus, "required": required, "limit": limit})
         return [(ChunkId(r["id"]), float(r["score"])) for r in rows]
 
     def dense_search(self, corpus: str, query_vector: np.ndarray, limit: int) -> list[tuple[ChunkId, float]]:
