@@ -39,6 +39,7 @@ from .store import (
     IngestChanges,
     StoreUnavailable,
     pause_mid_write_if_asked,
+    stored_tokens,
 )
 
 SCHEMA = """
@@ -146,18 +147,26 @@ def chunk_terms(chunk: Chunk) -> tuple[dict[str, float], int]:
 
 
 _BM25_SQL = f"""
-WITH query AS (SELECT unnest(%(lexemes)s::text[]) AS lexeme),
+WITH query AS (SELECT * FROM unnest(%(lexemes)s::text[], %(phrases)s::int[]) AS q(lexeme, phrase)),
+phrase_size AS (SELECT phrase, count(*) AS size FROM query GROUP BY phrase),
 stats AS (SELECT count(*) AS n, greatest(avg(term_count), 1) AS avgdl FROM chunks WHERE corpus = %(corpus)s),
 idf AS (
     SELECT p.lexeme, greatest(ln((stats.n - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS idf
     FROM postings p, stats WHERE p.corpus = %(corpus)s AND p.lexeme IN (SELECT lexeme FROM query)
     GROUP BY p.lexeme, stats.n
 ),
--- one row per query term, as FTS5 scores each term as its own phrase ("image" and "images" both count)
-term_idf AS (SELECT idf.lexeme, idf.idf FROM query JOIN idf USING (lexeme))
-SELECT c.id, sum(idf.idf * p.tf * {_K1 + 1} / (p.tf + {_K1} * ({1 - _B} + {_B} * p.doc_length / stats.avgdl))) AS score
-FROM postings p JOIN term_idf idf USING (lexeme) JOIN chunks c ON c.rid = p.rid, stats
-WHERE p.corpus = %(corpus)s
+-- one row per query token: FTS5 scores each term as its own phrase ("image" and "images" both count)
+term_idf AS (SELECT query.lexeme, query.phrase, idf.idf FROM query JOIN idf USING (lexeme)),
+phrase_hits AS (
+    SELECT p.rid, t.phrase, count(*) AS matched,
+           sum(t.idf * p.tf * {_K1 + 1} / (p.tf + {_K1} * ({1 - _B} + {_B} * p.doc_length / stats.avgdl))) AS score
+    FROM postings p JOIN term_idf t USING (lexeme), stats
+    WHERE p.corpus = %(corpus)s
+    GROUP BY p.rid, t.phrase
+)
+SELECT c.id, sum(h.score) AS score
+FROM phrase_hits h JOIN phrase_size USING (phrase) JOIN chunks c ON c.rid = h.rid
+WHERE h.matched = phrase_size.size  -- a phrase counts only when all of its tokens occur
 GROUP BY c.rid, c.id
 HAVING count(*) >= %(required)s
 ORDER BY score DESC, c.rid
@@ -223,9 +232,9 @@ class PostgresStore:
         with self._pool.connection() as conn:
             return conn.execute(sql, params).fetchall()
 
-    def _write(self, sql: str, params: tuple = ()) -> int:
+    def _write(self, sql: str, params: tuple = ()) -> None:
         with self._pool.connection() as conn:
-            return conn.execute(sql, params).rowcount
+            conn.execute(sql, params)
 
     # corpora and documents -------------------------------------------------------------
     def list_corpora(self, tenant: str | None = None) -> list[CorpusInfo]:
@@ -340,15 +349,20 @@ class PostgresStore:
         self, corpus: str, terms: list[str], limit: int, match_all: bool = False
     ) -> list[tuple[ChunkId, float]]:
         # A term is a phrase of its word tokens, as FTS5 reads a quoted term ("astro's" is
-        # astro + s). Postings keep no positions, so a phrase is approximated by all of its tokens
-        # occurring in the chunk: required for a single-phrase look-up or with match_all.
+        # astro + s). Postings keep no positions, so a phrase matches a chunk that holds all of its
+        # tokens. Any phrase matching is enough, or all of them with match_all.
         phrases = [[_lexeme(token) for token in _TOKEN.findall(t.lower())] for t in dict.fromkeys(terms)]
         phrases = [phrase for phrase in phrases if phrase]
-        lexemes = [lexeme for phrase in phrases for lexeme in phrase]
-        if not lexemes:
+        if not phrases:
             return []
-        required = len(lexemes) if match_all or len(phrases) == 1 else 1
-        rows = self._read(_BM25_SQL, {"lexemes": lexemes, "corpus": corpus, "required": required, "limit": limit})
+        params = {
+            "lexemes": [lexeme for phrase in phrases for lexeme in phrase],
+            "phrases": [n for n, phrase in enumerate(phrases) for _ in phrase],
+            "corpus": corpus,
+            "required": len(phrases) if match_all else 1,
+            "limit": limit,
+        }
+        rows = self._read(_BM25_SQL, params)
         return [(ChunkId(r["id"]), float(r["score"])) for r in rows]
 
     def dense_search(self, corpus: str, query_vector: np.ndarray, limit: int) -> list[tuple[ChunkId, float]]:
@@ -360,8 +374,8 @@ class PostgresStore:
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             rows = conn.execute(
                 f"SELECT id, embedding::vector({dim}) <#> %s AS distance FROM chunks WHERE corpus = %s"
-                f" ORDER BY embedding::vector({dim}) <#> %s LIMIT %s",
-                (np.asarray(query_vector, dtype=np.float32), corpus, np.asarray(query_vector, dtype=np.float32), limit),
+                " ORDER BY distance LIMIT %s",
+                (np.asarray(query_vector, dtype=np.float32), corpus, limit),
             ).fetchall()
         # <#> is the negated inner product; relaxed_order may leave neighbours slightly out of order.
         return sorted(((ChunkId(r["id"]), -float(r["distance"])) for r in rows), key=lambda hit: -hit[1])
@@ -374,9 +388,7 @@ class PostgresStore:
             " WHERE corpus = %s AND id = ANY(%s) AND token_vectors IS NOT NULL",
             (corpus, list(ids)),
         )
-        return {
-            ChunkId(r["id"]): np.frombuffer(r["token_vectors"], dtype=np.int8).reshape(r["n_tokens"], -1) for r in rows
-        }
+        return {ChunkId(r["id"]): stored_tokens(r["token_vectors"], r["n_tokens"]) for r in rows}
 
     def export_chunks(self, corpus: str) -> Iterator[tuple[Chunk, ChunkVectors]]:
         with self._pool.connection() as conn, conn.cursor(name="citedocs_export") as cursor:
@@ -385,9 +397,7 @@ class PostgresStore:
                 (corpus,),
             )
             for r in cursor:
-                tokens = None
-                if r["token_vectors"] is not None:
-                    tokens = np.frombuffer(r["token_vectors"], dtype=np.int8).reshape(r["n_tokens"], -1)
+                tokens = None if r["token_vectors"] is None else stored_tokens(r["token_vectors"], r["n_tokens"])
                 yield _row_to_chunk(r), ChunkVectors(np.asarray(r["embedding"].to_numpy(), dtype=np.float32), tokens)
 
     # traces and feedback ---------------------------------------------------------------------

@@ -27,6 +27,7 @@ from .store import (
     DocumentRecord,
     IngestChanges,
     pause_mid_write_if_asked,
+    stored_tokens,
 )
 
 SCHEMA = """
@@ -310,9 +311,7 @@ class SQLiteStore:
                 (corpus,),
             ).fetchall()
         for r in rows:
-            tokens = None
-            if r["token_vectors"] is not None:
-                tokens = np.frombuffer(r["token_vectors"], dtype=np.int8).reshape(r["n_tokens"], -1)
+            tokens = None if r["token_vectors"] is None else stored_tokens(r["token_vectors"], r["n_tokens"])
             yield _row_to_chunk(r), ChunkVectors(np.frombuffer(r["embedding"], dtype=np.float32), tokens)
 
     def token_vectors(self, corpus: str, ids: list[ChunkId]) -> dict[ChunkId, np.ndarray]:
@@ -325,7 +324,7 @@ class SQLiteStore:
                 f" JOIN chunk_tokens t ON t.rid = c.rid WHERE c.corpus = ? AND c.id IN ({marks})",
                 (corpus, *ids),
             ).fetchall()
-        return {ChunkId(r["id"]): np.frombuffer(r["vectors"], dtype=np.int8).reshape(r["n"], -1) for r in rows}
+        return {ChunkId(r["id"]): stored_tokens(r["vectors"], r["n"]) for r in rows}
 
     # traces and feedback ---------------------------------------------------------------------
     def save_trace(self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict) -> None:

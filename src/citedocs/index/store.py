@@ -7,10 +7,10 @@ pgvector (``postgres.py``) are interchangeable: retrieval, the API and the CLI s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import os
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -60,6 +60,11 @@ class ChunkVectors:
     @classmethod
     def quantized(cls, sentence: np.ndarray, tokens: np.ndarray) -> ChunkVectors:
         return cls(np.asarray(sentence, dtype=np.float32), np.round(tokens * 127).astype(np.int8))
+
+
+def stored_tokens(blob: bytes, n_tokens: int) -> np.ndarray:
+    """The int8 token vectors as a backend keeps them: ``n_tokens`` rows of raw bytes."""
+    return np.frombuffer(blob, dtype=np.int8).reshape(n_tokens, -1)
 
 
 def dequantize_tokens(tokens: np.ndarray) -> np.ndarray:
