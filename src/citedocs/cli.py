@@ -74,9 +74,12 @@ def _run_ingest(
     for skipped in result.skipped:
         kept = " (previous version kept)" if skipped.kept_previous else ""
         err.print(f"[yellow]skipped[/] {skipped.path}: {skipped.reason}{kept}")
+    for note in result.notes:
+        err.print(f"[yellow]note[/] {note}", highlight=False)
     console.print(
         f"corpus [bold]{corpus}[/] version {result.version}: {result.files_seen} files "
-        f"({result.files_parsed} parsed, {len(result.skipped)} skipped); chunks: {result.added} added, "
+        f"({result.files_parsed} parsed, {len(result.skipped)} skipped, {len(result.notes)} notes on dropped content); "
+        f"chunks: {result.added} added, "
         f"{result.changed} changed, {result.removed} removed, {result.unchanged} unchanged "
         f"in {result.seconds:.1f}s; owned by tenant {tenant}"
     )

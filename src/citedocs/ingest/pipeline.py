@@ -42,6 +42,7 @@ class IngestReport:
     removed: int = 0
     unchanged: int = 0
     skipped: list[SkippedFile] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # "<path>: <what the reader dropped or could not resolve>"
     admission: list[AdmissionDecision] = field(default_factory=list)  # one per file seen
     policy: str = "default"  # the admission policy file, or "default"
     admission_report: Path | None = None  # where the admission report was written
@@ -161,6 +162,7 @@ def ingest_corpus(
                     kept_ids.update(old.chunk_ids)
             else:
                 report.files_parsed += 1
+                report.notes.extend(f"{rel}: {note}" for note in parsed.page.notes)
                 fresh_chunks.update((c.id, c) for c in parsed.chunks)
                 new_docs[rel] = DocumentRecord(rel, file_hash, tuple(c.id for c in parsed.chunks))
         if progress:

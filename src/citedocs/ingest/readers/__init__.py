@@ -28,8 +28,10 @@ class Reader(Protocol):
 
 def available_readers() -> dict[str, Reader]:
     from .mdx import MDX
+    from .mkdocs import MKDOCS
+    from .vitepress import VITEPRESS
 
-    return {reader.name: reader for reader in (MDX,)}
+    return {reader.name: reader for reader in (MDX, MKDOCS, VITEPRESS)}
 
 
 def reader_named(name: str) -> Reader:

@@ -139,7 +139,7 @@ MDX = MarkdownReader(
     version="4",
     parser=build_parser(),
     split_heading_id=split_explicit_id,
-    new_slugger=Slugger,
+    new_slugger=lambda _explicit_ids: Slugger(),
     page_url=directory_url,
 )
 """Docusaurus/Starlight-style MDX (the Astro docs): GitHub slugs, ``{#id}`` overrides, folder URLs."""
