@@ -47,10 +47,11 @@ def _services():
 def _run_ingest(
     source: Path,
     corpus: str,
-    base_url: str,
+    base_url: str | None,
     tenant: str = config.DEFAULT_TENANT,
     admission: Path | None = None,
     admission_report: Path | None = None,
+    docs_format: str | None = None,
 ) -> None:
     from .index.store import CorpusOwnedByOtherTenant
     from .ingest.pipeline import IngestError
@@ -68,18 +69,19 @@ def _run_ingest(
             progress.update(tasks[phase], completed=done, total=total)
 
         try:
-            result = services.ingest(source, corpus, base_url, report, tenant, admission, admission_report)
+            result = services.ingest(source, corpus, base_url, report, tenant, admission, admission_report, docs_format)
         except (IngestError, PolicyError, InvalidName, CorpusOwnedByOtherTenant) as exc:
             fail(str(exc))
+    err.print(f"read {result.plan}", highlight=False)
     for skipped in result.skipped:
         kept = " (previous version kept)" if skipped.kept_previous else ""
         err.print(f"[yellow]skipped[/] {skipped.path}: {skipped.reason}{kept}")
     for note in result.notes:
         err.print(f"[yellow]note[/] {note}", highlight=False)
+    noted = f", {len(result.notes)} notes on dropped content" if result.notes else ""
     console.print(
         f"corpus [bold]{corpus}[/] version {result.version}: {result.files_seen} files "
-        f"({result.files_parsed} parsed, {len(result.skipped)} skipped, {len(result.notes)} notes on dropped content); "
-        f"chunks: {result.added} added, "
+        f"({result.files_parsed} parsed, {len(result.skipped)} skipped){noted}; chunks: {result.added} added, "
         f"{result.changed} changed, {result.removed} removed, {result.unchanged} unchanged "
         f"in {result.seconds:.1f}s; owned by tenant {tenant}"
     )
@@ -94,9 +96,15 @@ def _run_ingest(
 
 @app.command()
 def ingest(
-    source: Annotated[Path, typer.Argument(help="Folder of .md/.mdx files.")],
+    source: Annotated[Path, typer.Argument(help="Docs project or docs folder (MkDocs, VitePress, Docusaurus/Astro MDX, ...).")],
     corpus: CorpusOpt = config.ASTRO_CORPUS_NAME,
-    base_url: Annotated[str, typer.Option(help="Public URL the folder is served under.")] = config.ASTRO_BASE_URL,
+    base_url: Annotated[
+        Optional[str], typer.Option(help="Public URL the docs are served under (default: from the site's config, else remembered).")
+    ] = None,
+    docs_format: Annotated[
+        Optional[str],
+        typer.Option("--format", help="Docs format: mdx, mkdocs, vitepress, rst, html (default: detected, else remembered)."),
+    ] = None,
     tenant: TenantOpt = config.DEFAULT_TENANT,
     admission: AdmissionOpt = None,
     admission_report: Annotated[
@@ -104,7 +112,7 @@ def ingest(
     ] = None,
 ) -> None:
     """Index a docs folder (incremental: only changed chunks are re-embedded)."""
-    _run_ingest(source, corpus, base_url, tenant, admission, admission_report)
+    _run_ingest(source, corpus, base_url, tenant, admission, admission_report, docs_format)
 
 
 admission_app = typer.Typer(no_args_is_help=True, help="The admission registry: which docs may be evidence.")

@@ -43,6 +43,7 @@ class IngestReport:
     unchanged: int = 0
     skipped: list[SkippedFile] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # "<path>: <what the reader dropped or could not resolve>"
+    plan: str = ""  # the format, base URL and folder read, and why (set by the service that chose them)
     admission: list[AdmissionDecision] = field(default_factory=list)  # one per file seen
     policy: str = "default"  # the admission policy file, or "default"
     admission_report: Path | None = None  # where the admission report was written
