@@ -112,7 +112,7 @@ def test_content_tab_label_stays_with_its_body():
 
 def test_code_annotation_list_stays_in_the_chunk_of_its_code():
     page = read("getting-started.md")
-    for chunk in chunk_page(page, target_tokens=20):
+    for chunk in chunk_page(page):
         if 'mkdocs-material=="9.*" # (1)!' in chunk.text:
             assert "semantic versioning" in chunk.text
             break
