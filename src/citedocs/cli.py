@@ -29,6 +29,10 @@ AdmissionOpt = Annotated[
     typer.Option(help="Admission policy (TOML); remembered for the corpus, so later runs may omit it."),
 ]
 CorpusOpt = Annotated[str, typer.Option("--corpus", "-c", help="Corpus name.", envvar="CITEDOCS_CORPUS")]
+EvalCorpusOpt = Annotated[
+    Optional[str],
+    typer.Option("--corpus", "-c", help="Corpus name (default: from the case file's name, <corpus>-dev.jsonl, if indexed)."),
+]
 RETENTION_EVERY_S = 6 * 3600  # `serve` prunes expired traces at start and then this often
 TenantOpt = Annotated[str, typer.Option("--tenant", "-t", help="Tenant that owns the corpus / key.")]
 
@@ -138,6 +142,19 @@ def admission_approve(
     console.print(f"{len(pinned)} document(s) approved; run `citedocs ingest` to admit them")
 
 
+def _eval_corpus(services, cases: Path, corpus: str | None) -> str:
+    """``--corpus``, else the corpus the case file is named after if it is indexed, else the default."""
+    from .eval.cases import corpus_named_by
+
+    if corpus:
+        return corpus
+    named = corpus_named_by(cases)
+    if named in [c.name for c in services.corpora()]:
+        err.print(f"corpus {named} (named by {cases.name}; --corpus overrides)")
+        return named
+    return config.default_corpus()
+
+
 def _print_hits(result, as_json: bool) -> None:
     if as_json:
         rows = [
@@ -199,7 +216,7 @@ RETRIEVAL_MODES = {
 @app.command("eval-retrieval")
 def eval_retrieval(
     cases: Annotated[Path, typer.Argument(help="JSONL case file.")],
-    corpus: CorpusOpt = config.ASTRO_CORPUS_NAME,
+    corpus: EvalCorpusOpt = None,
     modes: Annotated[str, typer.Option(help="Comma-separated: bm25,dense,hybrid,hybrid+rerank.")] = "hybrid+rerank",
     json_out: Annotated[Optional[Path], typer.Option(help="Write per-case rows and summaries here.")] = None,
 ) -> None:
@@ -217,7 +234,7 @@ def eval_retrieval(
     try:
         answerable = [c for c in load_cases(cases) if c.answerable]
         services = _services()
-        info = services.corpus(corpus)
+        info = services.corpus(_eval_corpus(services, cases, corpus))
     except (CaseFileError, UnknownCorpus) as exc:
         fail(str(exc))
     report: dict[str, dict] = {}
@@ -417,7 +434,7 @@ def keys_list(
 @app.command("eval")
 def eval_answers(
     cases: Annotated[Path, typer.Argument(help="JSONL case file (format: shared/evals/README.md).")],
-    corpus: CorpusOpt = config.ASTRO_CORPUS_NAME,
+    corpus: EvalCorpusOpt = None,
     backend: BackendOpt = None,
     out: Annotated[Path, typer.Option(help="Folder for rows.jsonl, summary.json, report.md/html.")] = Path("eval-out"),
     gate: Annotated[Optional[Path], typer.Option(help="Gate TOML: exit 1 and name every failing metric.")] = None,
@@ -432,7 +449,7 @@ def eval_answers(
     try:
         loaded = load_cases(cases)
         services = Services.open(backend=backend)
-        services.corpus(corpus)
+        corpus = services.corpus(_eval_corpus(services, cases, corpus)).name
         services.generator
     except (CaseFileError, UnknownCorpus, BackendConfigError) as exc:
         fail(str(exc))

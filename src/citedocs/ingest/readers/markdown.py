@@ -158,6 +158,8 @@ class _Renderer:
                 label = tag.attrs.get("title") or tag.attrs.get("type", "note").capitalize()
                 self._lines.append(f"{label}:")
                 self._prefix_stack.append("> ")
+            elif tag.name == "TabItem" and tag.attrs.get("label"):
+                self._lines.append(f"{tag.attrs['label']}:")  # the tab's label is the context of its body
         elif tag.kind == "close":
             self.jsx_depth = max(0, self.jsx_depth - 1)
             if tag.name.lower() in _ASIDE_COMPONENTS and self._prefix_stack:
@@ -256,7 +258,7 @@ class MarkdownReader:
     parser: MarkdownIt
     split_heading_id: Callable[[str], tuple[str, str | None]]  # heading -> (text, explicit id)
     new_slugger: Callable[[list[str]], Slugger]  # given the page's explicit heading ids
-    page_url: Callable[[str, str], str]  # (base_url, doc_path) -> page URL
+    page_url: Callable[[str, str, dict], str]  # (base_url, doc_path, frontmatter) -> page URL
     # resolves includes before parsing: source -> (text, notes on what could not be resolved)
     preprocess: Callable[[SourceFile], tuple[str, tuple[str, ...]]] = lambda source: (source.text, ())
     frontmatter_text: Callable[[dict], list[str]] = lambda meta: []  # page text held in frontmatter
@@ -276,7 +278,7 @@ class MarkdownReader:
         return ParsedPage(
             doc_path=source.rel_path,
             page=page_path(source.rel_path),
-            url=self.page_url(source.base_url, source.rel_path),
+            url=self.page_url(source.base_url, source.rel_path, meta),
             title=str(meta.get("title") or _first_h1(tokens, self.split_heading_id) or _title_from_name(source.rel_path)),
             description=description,
             frontmatter=meta,

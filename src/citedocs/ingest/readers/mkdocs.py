@@ -280,7 +280,7 @@ MKDOCS = MarkdownReader(
     parser=build_parser(),
     split_heading_id=lambda heading: (heading, None),  # the attribute list is read by _cleanup_rule
     new_slugger=PythonMarkdownSlugger,
-    page_url=directory_url,
+    page_url=lambda base_url, doc_path, _meta: directory_url(base_url, doc_path),
     preprocess=preprocess,
 )
 """MkDocs / Python-Markdown + PyMdown (Material for MkDocs, FastAPI, ...)."""

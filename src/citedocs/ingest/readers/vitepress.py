@@ -117,7 +117,7 @@ def frontmatter_text(meta: dict) -> list[str]:
     return blocks
 
 
-def clean_url(base_url: str, doc_path: str) -> str:
+def clean_url(base_url: str, doc_path: str, _meta: dict | None = None) -> str:
     """``guide/getting-started.md`` -> ``<base>guide/getting-started``; ``guide/index.md`` -> ``<base>guide/``."""
     base = base_url if base_url.endswith("/") else base_url + "/"
     path = page_path(doc_path)
