@@ -85,12 +85,15 @@ def test_cli_detects_mkdocs_says_why_and_remembers_the_format(tmp_home, tmp_path
                       "      emoji_index: !!python/name:material.extensions.emoji.twemoji\n",
         "docs/index.md": "# Home\n\n!!! tip \"Mind this\"\n\n    Body *text*.\n",
         "docs/guide/setup.md": "# Setup\n\n## Install { #install-it }\n\nRun `pip install x`.\n",
+        "docs/guide/more.md": '# More\n\n--8<-- "../../secret.txt"\n',
+        "secret.txt": "not for the index\n",
     })
     runner = CliRunner()
     first = runner.invoke(app, ["ingest", str(project), "--corpus", "mk"], env={"COLUMNS": "300"})
     out = cli_output(first)
     assert first.exit_code == 0, out
     assert "format mkdocs detected: found mkdocs.yml" in out and "base URL from the generator config" in out
+    assert "1 notes on dropped content" in out and "guide/more.md: snippet '../../secret.txt' is outside the corpus" in out
     # later runs on the docs folder alone (no mkdocs.yml beside it) keep the format and base URL
     (project / "docs" / "guide" / "setup.md").write_text("# Setup\n\n## Install { #install-it }\n\nRun `pip install y`.\n")
     (project / "mkdocs.yml").unlink()
