@@ -60,6 +60,8 @@ def test_a_folder_with_mixed_sources_is_an_error_naming_the_flags(tmp_path):
     write_docs(tmp_path, {**{f"a{n}.md": "# A\n" for n in range(5)}, **{f"b{n}.rst": "B\n=\n" for n in range(5)}})
     with pytest.raises(DetectionError, match="several docs formats.*--format"):
         detect(tmp_path)
+    chosen = plan_ingest(tmp_path, "mdx", "https://a.io/", None, DEFAULT)  # the flags settle it
+    assert (chosen.format, chosen.docs_dir) == ("mdx", tmp_path)
 
 
 def test_a_malformed_mkdocs_yml_is_a_clear_error(tmp_path):

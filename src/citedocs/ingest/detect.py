@@ -192,22 +192,29 @@ def plan_ingest(
     reasons: list[str] = []
     if format is not None and format not in FORMATS:
         raise DetectionError(f"unknown docs format {format!r}; use one of: {', '.join(FORMATS)}")
-    detection = detect(path)
+    try:
+        detection: Detection | None = detect(path)
+    except DetectionError:
+        if not (format or remembered):
+            raise
+        detection = None  # ambiguous, but the flag or the corpus's memory settles it
     if format:
         reasons.append(f"format {format} from --format")
     elif remembered:
         format = remembered[0]
         reasons.append(f"format {format} remembered for this corpus (pass --format to change it)")
     else:
+        assert detection is not None
         format = detection.format
         reasons.append(f"format {format} detected: {detection.reason}")
-    docs_dir = detection.docs_dir if detection.format == format else path
+    same = detection is not None and detection.format == format
+    docs_dir = detection.docs_dir if detection and same else path
     if base_url:
         reasons.append("base URL from --base-url")
     elif remembered:
         base_url = remembered[1]
         reasons.append("base URL remembered for this corpus")
-    elif detection.base_url and detection.format == format:
+    elif detection and same and detection.base_url:
         base_url = detection.base_url
         reasons.append("base URL from the generator config")
     else:
