@@ -28,8 +28,9 @@ class Reader(Protocol):
 
 def available_readers() -> dict[str, Reader]:
     from .mdx import MDX
+    from .rst import RST
 
-    return {reader.name: reader for reader in (MDX,)}
+    return {reader.name: reader for reader in (MDX, RST)}
 
 
 def reader_named(name: str) -> Reader:
