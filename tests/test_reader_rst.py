@@ -208,8 +208,8 @@ def test_sphinx_directives_keep_their_text(corpus):
 
 def test_autodoc_contributes_its_name_and_is_reported(corpus):
     api = corpus["api.rst"]
-    app_object = next(c for c in api.chunks if c.anchor == "application-object")
-    assert app_object.text == "`Flask`"
+    app_object = next(c for c in api.chunks if c.anchor == "flask.Flask")
+    assert app_object.text == "`Flask`" and app_object.anchor_path == ("api", "application-object", "flask.Flask")
     assert any("autoclass Flask" in note and "outside the docs folder" in note for note in api.page.notes)
 
 
@@ -253,3 +253,27 @@ def test_include_outside_the_root_is_never_read(tmp_path):
     doc = read("page.rst", text, root)
     assert "TOP SECRET" not in "\n".join(c.text for c in doc.chunks)
     assert sum("outside the docs folder" in n for n in doc.page.notes) == 3
+
+
+def test_python_objects_are_cited_by_the_ids_sphinx_gives_them(corpus):
+    config = corpus["config.rst"]
+    lifetime = next(c for c in config.chunks if c.anchor == "PERMANENT_SESSION_LIFETIME")
+    assert lifetime.heading_path == ("Builtin Configuration Values", "PERMANENT_SESSION_LIFETIME")
+    assert lifetime.anchor_path == ("configuration-handling", "builtin-configuration-values", "PERMANENT_SESSION_LIFETIME")
+    assert lifetime.text.startswith("`PERMANENT_SESSION_LIFETIME`\n\nIf `session.permanent` is true")
+    # ``.. module:: flask`` prefixes later objects; ``autoclass:: flask.Response`` names its own module
+    api_anchors = {c.anchor for c in corpus["api.rst"].chunks}
+    assert {"flask.request", "flask.Response", "flask.json.jsonify", "flask.sessions.SessionInterface"} <= api_anchors
+    # ``:noindex:`` entries have no anchor on the site, so their text stays in the section
+    templating = corpus["templating.rst"]
+    assert "config" not in {c.anchor for c in templating.chunks}
+    assert any(c.anchor == "standard-context" and "`config`" in c.text for c in templating.chunks)
+
+
+def test_text_after_an_object_continues_its_section_with_unique_ids(corpus):
+    config = corpus["config.rst"]
+    tail = [c for c in config.chunks if c.anchor == "builtin-configuration-values"]
+    assert len(tail) >= 2 and any("(added in version 0.4)" in c.text for c in tail[1:])
+    for doc in corpus.values():
+        ids = [c.id for c in doc.chunks]
+        assert len(ids) == len(set(ids)), doc.doc_path

@@ -10,6 +10,7 @@ Rules (the product's own logic):
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,8 +60,11 @@ def _pack(blocks: list[Block], target: int) -> list[list[Block]]:
 
 def chunk_page(page: ParsedPage, target_tokens: int = 350) -> list[Chunk]:
     chunks: list[Chunk] = []
+    numbers: Counter[str] = Counter()  # a section may continue after a nested one (same anchor)
     for section in page.sections:
-        for n, group in enumerate(_pack(section.blocks, target_tokens), start=1):
+        for group in _pack(section.blocks, target_tokens):
+            numbers[section.anchor] += 1
+            n = numbers[section.anchor]
             text = "\n\n".join(b.text for b in group)
             chunks.append(
                 Chunk(

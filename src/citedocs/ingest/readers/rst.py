@@ -201,26 +201,53 @@ def section_anchor(section: nodes.section) -> str:
     return ids[1] if len(ids) > 1 else ids[0]
 
 
+def _starts_section(node: nodes.Node) -> bool:
+    """A titled section, or a Python object Sphinx publishes with its own anchor."""
+    return isinstance(node, nodes.section) or (isinstance(node, labelled) and bool(node.get("anchor")))
+
+
 def _sections(document: nodes.document) -> tuple[str, list[Section]]:
-    top = Section(heading_path=(), anchor="", anchor_path=(), blocks=_blocks(list(document.children)))
-    sections = [top]
     first = next((c for c in document.children if isinstance(c, nodes.section)), None)
     title = first[0].astext().strip() if first is not None else ""
+    sections: list[Section] = []
 
-    def visit(node: nodes.section, heading_path: tuple[str, ...], anchor_path: tuple[str, ...]) -> None:
-        anchor = section_anchor(node)
-        heading = node[0].astext().strip()
-        # the page title is the page's, not a heading inside it (as frontmatter titles are for MDX)
-        headings = heading_path if node is first else (*heading_path, heading)
-        anchors = (*anchor_path, anchor)
-        sections.append(Section(heading_path=headings, anchor=anchor, anchor_path=anchors, blocks=_blocks(list(node.children))))
-        for child in node.children:
+    def walk(parent: nodes.Element, heading_path: tuple[str, ...], anchor_path: tuple[str, ...], label: str = "") -> None:
+        """The parent's own text, then each subsection or object in order.
+
+        Text that follows a subsection or object at the parent's level continues the parent's
+        section (same anchor), so nothing moves out of the place the site shows it.
+        """
+        anchor = anchor_path[-1] if anchor_path else ""
+        run: list[nodes.Node] = []
+        opened = False
+
+        def flush() -> None:
+            nonlocal opened, label
+            blocks = _blocks(run)
+            if label:  # an object's signature goes with its first block
+                blocks[:1] = [Block(f"{label}\n\n{blocks[0].text}" if blocks else label)]
+                label = ""
+            if blocks or not opened:
+                sections.append(Section(heading_path=heading_path, anchor=anchor, anchor_path=anchor_path, blocks=blocks))
+            opened = True
+            run.clear()
+
+        for child in parent.children:
+            if not _starts_section(child):
+                run.append(child)
+                continue
+            flush()
             if isinstance(child, nodes.section):
-                visit(child, headings, anchors)
+                heading = child[0].astext().strip()
+                # the page title is the page's, not a heading inside it (as frontmatter titles are for MDX)
+                headings = heading_path if child is first else (*heading_path, heading)
+                walk(child, headings, (*anchor_path, section_anchor(child)))
+            else:
+                walk(child, (*heading_path, child["name"]), (*anchor_path, child["anchor"]), _label_line(child))
+        if run or not opened:
+            flush()
 
-    for child in document.children:
-        if isinstance(child, nodes.section):
-            visit(child, (), ())
+    walk(document, (), ())
     return title, sections
 
 
@@ -268,7 +295,7 @@ class RstReader:
     name: str = "rst"
     label: str = "reStructuredText"
     suffixes: tuple[str, ...] = (".rst",)
-    version: str = "1"
+    version: str = "2"
 
     def read(self, source: SourceFile) -> ParsedPage:
         document, notes = parse_rst(source)

@@ -33,6 +33,8 @@ class ParseContext:
 
     root: Path
     notes: list[str] = field(default_factory=list)
+    module: str | None = None  # the current Python module (``.. module::``/``.. currentmodule::``)
+    classes: list[str] = field(default_factory=list)  # enclosing ``.. class::`` descriptions
 
     def note(self, line: int | None, text: str) -> None:
         self.notes.append(f"line {line}: {text}" if line else text)
@@ -228,17 +230,68 @@ class Nothing(Directive):
         return []
 
 
+class Module(Directive):
+    """``module``/``currentmodule``: no text, but later Python objects' ids start with the module."""
+
+    required_arguments = 1
+    has_content = True
+    option_spec = _AnyOptions()
+
+    def run(self) -> list[nodes.Node]:
+        _context(self).module = None if self.arguments[0] == "None" else self.arguments[0]
+        return []
+
+
+_SIGNATURE_NAME = re.compile(r"^(?:(?:async|class|static|abstract|final)\s+)*([\w.]+)")
+_CLASSES = {"class", "exception"}
+# Python objects: Sphinx publishes each as an anchor (``<dt id="flask.Flask.run">``)
+_PYTHON_OBJECTS = {
+    "function", "data", "class", "method", "attribute", "exception", "decorator", "decoratormethod",
+    "classmethod", "staticmethod", "property", "type",
+}
+
+
 class ObjectDescription(Directive):
-    """``.. function:: name(args)`` and kin: the signature, then the description written here."""
+    """``.. function:: name(args)`` and kin: the signature, then the description written here.
+
+    A Python object gets the id Sphinx gives it (current module + enclosing class + name), so it
+    can be cited as its own anchor, the way the published page links to it.
+    """
 
     required_arguments = 1
     final_argument_whitespace = True
     has_content = True
     option_spec = _AnyOptions()
 
+    def object_type(self) -> str:
+        return _local_name(self.name)
+
+    def object_id(self, name: str) -> str | None:
+        if self.object_type() not in _PYTHON_OBJECTS or not name or {"noindex", "no-index"} & set(self.options):
+            return None  # ``:noindex:`` entries get no anchor on the site either
+        context = _context(self)
+        enclosing = context.classes[-1] if context.classes else ""
+        if enclosing and not name.startswith(enclosing + "."):
+            name = f"{enclosing}.{name}"
+        return f"{context.module}.{name}" if context.module else name
+
+    def described(self, label: str, name: str, kind: str = "signature") -> list[nodes.Node]:
+        anchor = self.object_id(name)
+        context = _context(self)
+        is_class = self.object_type() in _CLASSES and anchor is not None
+        if is_class:  # members described inside a class are named after it
+            context.classes.append(anchor.removeprefix(f"{context.module}.") if context.module else anchor)
+        try:
+            body = _body(self)
+        finally:
+            if is_class:
+                context.classes.pop()
+        return [labelled("", *body, label=label, kind=kind, name=name, anchor=anchor)]
+
     def run(self) -> list[nodes.Node]:
         signatures = [line.strip() for line in self.arguments[0].splitlines() if line.strip()]
-        return [labelled("", *_body(self), label="\n".join(signatures), kind="signature")]
+        match = _SIGNATURE_NAME.match(signatures[0]) if signatures else None
+        return self.described("\n".join(signatures), match.group(1) if match else "")
 
 
 class AutoDoc(ObjectDescription):
@@ -248,10 +301,26 @@ class AutoDoc(ObjectDescription):
     gap is noted so the ingest report says which API entries are missing.
     """
 
+    def object_type(self) -> str:
+        return self.name.removeprefix("auto")  # autoclass -> class
+
+    def object_id(self, name: str) -> str | None:
+        module_level = self.object_type() in ("class", "function", "data", "exception", "decorator")
+        if module_level and "." in name:  # ``autoclass:: flask.Response`` names its module itself
+            return name
+        return super().object_id(name)
+
     def run(self) -> list[nodes.Node]:
         name = self.arguments[0].split("(")[0].strip()
         _context(self).note(self.lineno, f"{self.name} {name}: its text lives in code outside the docs folder; only the name is indexed")
-        return [labelled("", *_body(self), label=name, kind="signature")]
+        return self.described(name, name)
+
+
+class AutoDocNoAnchor(AutoDoc):
+    """``automodule`` and kin: noted like ``autoclass``, but Sphinx gives them no object anchor."""
+
+    def object_id(self, name: str) -> str | None:
+        return None
 
 
 _NAMED = {
@@ -266,9 +335,10 @@ _NAMED = {
     "code-tab": Tab,
     **dict.fromkeys(_VERSION_WORDS, VersionChange),
     **dict.fromkeys(("tabs", "only", "ifconfig", "glossary", "centered", "hlist", "productionlist", "rst-class"), Content),
+    **dict.fromkeys(("currentmodule", "module"), Module),
     **dict.fromkeys(
         (
-            "toctree", "index", "currentmodule", "module", "highlight", "tabularcolumns", "sectionauthor",
+            "toctree", "index", "highlight", "tabularcolumns", "sectionauthor",
             "moduleauthor", "codeauthor", "default-role", "default-domain", "program", "raw", "testsetup",
             "testcleanup", "meta",
         ),
@@ -284,11 +354,12 @@ _NAMED = {
     ),
     **dict.fromkeys(
         (
-            "autoclass", "autofunction", "automodule", "autodata", "automethod", "autoattribute", "autoexception",
-            "autodecorator", "autoproperty", "autosummary", "click",
+            "autoclass", "autofunction", "autodata", "automethod", "autoattribute", "autoexception",
+            "autodecorator", "autoproperty",
         ),
         AutoDoc,
     ),
+    **dict.fromkeys(("automodule", "autosummary", "click"), AutoDocNoAnchor),
 }
 
 
