@@ -7,7 +7,9 @@ after ``::``. Sphinx-only markup gets generic handlers (``rst_markup``) so it ke
 
 Anchors follow Sphinx's ``dirhtml`` output: a section is published with its title id, and a label
 just before it adds the label's id beside it; the reader cites the label when there is one, since
-that is the name the docs themselves link to (``:ref:``) and it survives title edits.
+that is the name the docs themselves link to (``:ref:``) and it survives title edits. A Python
+object description (``.. data:: SECRET_KEY``, ``autoclass``) is published as its own anchor, so
+it becomes a nested section with that id; text after it continues the enclosing section.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ _SKIPPED = (
     nodes.footnote_reference,
     nodes.citation_reference,
     nodes.image,
-    nodes.meta if hasattr(nodes, "meta") else nodes.comment,
+    nodes.meta,
 )
 _LEVELS = {2: "warning", 3: "error", 4: "severe"}
 _ERROR, _SEVERE = 3, 4
@@ -168,6 +170,11 @@ def _label_line(node: labelled) -> str:
     return f"{node['label']}:"
 
 
+def _with_label(label: str, blocks: list[Block]) -> list[Block]:
+    """A tab's name or an object's signature goes with the first block it labels."""
+    return [Block(f"{label}\n\n{blocks[0].text}"), *blocks[1:]] if blocks else [Block(label)]
+
+
 def _blocks(children: list[nodes.Node]) -> list[Block]:
     """Body elements as chunker blocks: each paragraph, list, code block and note is one block.
 
@@ -179,13 +186,7 @@ def _blocks(children: list[nodes.Node]) -> list[Block]:
         if isinstance(child, (nodes.section, nodes.title)):
             continue
         if isinstance(child, labelled) and child["kind"] != "aside":
-            inner = _blocks(list(child.children))
-            label = _label_line(child)
-            if inner:
-                inner[0] = Block(f"{label}\n\n{inner[0].text}")
-            else:
-                inner = [Block(label)]
-            blocks.extend(inner)
+            blocks.extend(_with_label(_label_line(child), _blocks(list(child.children))))
         elif isinstance(child, (nodes.block_quote, nodes.container, nodes.compound)):
             blocks.extend(_blocks(list(child.children)))
         else:
@@ -224,9 +225,8 @@ def _sections(document: nodes.document) -> tuple[str, list[Section]]:
         def flush() -> None:
             nonlocal opened, label
             blocks = _blocks(run)
-            if label:  # an object's signature goes with its first block
-                blocks[:1] = [Block(f"{label}\n\n{blocks[0].text}" if blocks else label)]
-                label = ""
+            if label:  # an object's signature, once, before its description
+                blocks, label = _with_label(label, blocks), ""
             if blocks or not opened:
                 sections.append(Section(heading_path=heading_path, anchor=anchor, anchor_path=anchor_path, blocks=blocks))
             opened = True

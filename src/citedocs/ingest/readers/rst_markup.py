@@ -373,6 +373,7 @@ class Unknown(Content):
 
 # --- roles ----------------------------------------------------------------------------------------
 
+# ``Title <target>``; docutils marks a backslash-escaped ``\<`` with a NUL, which is not a target
 _EXPLICIT_TITLE = re.compile(r"^(.+?)\s*(?<!\x00)<(.*?)>$", re.DOTALL)
 # roles whose text Sphinx shows as prose; every other cross-reference is code (an API name, a file)
 _PROSE_ROLES = {
@@ -390,8 +391,9 @@ def role_text(name: str, text: str) -> str:
     ``!``, a Python name's leading ``.``) but keep the full dotted name, which is what a reader searches for.
     """
     match = _EXPLICIT_TITLE.match(text)
+    text = utils.unescape(match.group(1) if match else text)
     if match:
-        return match.group(1)
+        return text
     if name == "pep":
         return f"PEP {text}"
     if name == "rfc":
@@ -405,7 +407,7 @@ def role_text(name: str, text: str) -> str:
 
 
 def generic_role(name, rawtext, text, lineno, inliner, options=None, content=None):
-    shown = role_text(name.split(":")[-1], utils.unescape(text))
+    shown = role_text(name.split(":")[-1], text)
     if name.split(":")[-1] in _PROSE_ROLES:
         return [nodes.inline(rawtext, shown)], []
     return [nodes.literal(rawtext, shown)], []
