@@ -17,6 +17,7 @@ Rules (the product's own logic):
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,11 +205,14 @@ def chunk_page(page: ParsedPage, budget: PieceBudget | None = None) -> list[Chun
     budget = budget or embedder_budget()
     pieces = _measure(budget)
     chunks: list[Chunk] = []
+    numbers: Counter[str] = Counter()  # a section may continue after a nested one (same anchor)
     for section in page.sections:
         context = " > ".join((page.title, *section.heading_path)) + "\n"  # as Chunk.embedding_text() writes it
         room = max(MIN_ROOM + FENCE_ROOM, budget.max_pieces - budget.count(context))
         blocks = [part for block in section.blocks for part in _fit(block, room, pieces)]
-        for n, group in enumerate(_pack(blocks, room, pieces), start=1):
+        for group in _pack(blocks, room, pieces):
+            numbers[section.anchor] += 1
+            n = numbers[section.anchor]
             text = "\n\n".join(b.text for b in group)
             chunks.append(
                 Chunk(

@@ -29,9 +29,10 @@ class Reader(Protocol):
 def available_readers() -> dict[str, Reader]:
     from .mdx import MDX
     from .mkdocs import MKDOCS
+    from .rst import RST
     from .vitepress import VITEPRESS
 
-    return {reader.name: reader for reader in (MDX, MKDOCS, VITEPRESS)}
+    return {reader.name: reader for reader in (MDX, MKDOCS, VITEPRESS, RST)}
 
 
 def reader_named(name: str) -> Reader:
