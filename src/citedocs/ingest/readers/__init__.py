@@ -27,9 +27,10 @@ class Reader(Protocol):
 
 
 def available_readers() -> dict[str, Reader]:
+    from .html import HTML
     from .mdx import MDX
 
-    return {reader.name: reader for reader in (MDX,)}
+    return {reader.name: reader for reader in (MDX, HTML)}
 
 
 def reader_named(name: str) -> Reader:
