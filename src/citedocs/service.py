@@ -15,7 +15,11 @@ from .encoders import BiEncoder, bi_encoder
 from .index import copy_corpus, open_store
 from .index.store import ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store
 from .ingest.admission import approve, default_report_path, remember_policy, resolve_policy
+from .ingest.crawl import CrawlReport, CrawlSettings, crawl, crawl_scope
 from .ingest.pipeline import IngestReport, ProgressFn, find_documents, ingest_corpus
+from .ingest.readers import Reader
+from .ingest.readers.html import HTML
+from .ingest.readers.mdx import MDX
 from .retrieve.hybrid import HybridRetriever, RetrievalConfig, RetrievalResult
 from .retrieve.rerank import default_reranker
 from .ask import AskPipeline
@@ -141,20 +145,46 @@ class Services:
         tenant: str = config.DEFAULT_TENANT,
         admission: Path | None = None,
         report_path: Path | None = None,
+        reader: Reader = MDX,
     ) -> IngestReport:
         """Ingest under the given (else remembered, else default) admission policy; write the admission report."""
+        self._check_owner(corpus, tenant)
+        policy = resolve_policy(corpus, admission)
+        report = ingest_corpus(self.store, self.encoder, source_dir, corpus, base_url, progress, policy, tenant, reader)
+        remember_policy(corpus, policy)
+        report.admission_report = report_path or default_report_path(corpus)
+        report.write_admission_report(report.admission_report)
+        return report
+
+    def _check_owner(self, corpus: str, tenant: str) -> None:
         check_name("tenant", tenant)
         existing = self.store.get_corpus(corpus)
         if existing is not None and existing.tenant != tenant:  # checked again inside the write transaction
             raise CorpusOwnedByOtherTenant(
                 f"corpus {corpus!r} belongs to tenant {existing.tenant!r}; pick another corpus name"
             )
-        policy = resolve_policy(corpus, admission)
-        report = ingest_corpus(self.store, self.encoder, source_dir, corpus, base_url, progress, policy, tenant)
-        remember_policy(corpus, policy)
-        report.admission_report = report_path or default_report_path(corpus)
-        report.write_admission_report(report.admission_report)
-        return report
+
+    def crawl_and_ingest(
+        self,
+        start_url: str,
+        corpus: str,
+        settings: CrawlSettings = CrawlSettings(),
+        progress: ProgressFn | None = None,
+        tenant: str = config.DEFAULT_TENANT,
+        admission: Path | None = None,
+        report_path: Path | None = None,
+    ) -> tuple[CrawlReport, IngestReport]:
+        """Mirror the site under ``start_url`` (see ingest/crawl.py), then ingest the mirror as HTML.
+
+        The mirror lives in ``<home>/crawl/<corpus>/``; its base URL is the start URL's folder, so
+        chunk URLs are the live pages' URLs. An unreachable site raises ``CrawlError`` before
+        anything is written, so the corpus keeps serving what it had.
+        """
+        check_name("corpus", corpus)
+        self._check_owner(corpus, tenant)
+        crawled = crawl(start_url, config.home() / "crawl" / corpus, settings)
+        report = self.ingest(crawled.folder, corpus, crawl_scope(start_url), progress, tenant, admission, report_path, HTML)
+        return crawled, report
 
     def copy_index(self, target: str, corpora: list[str] | None = None) -> dict[str, int]:
         """Copy corpora (default: all) with their vectors to another store (a postgresql:// URL or a
