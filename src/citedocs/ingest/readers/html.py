@@ -96,13 +96,6 @@ def _parse(text: str) -> etree._Element:
         raise DocumentError(f"not readable as HTML ({exc})") from exc
 
 
-def _drop(el: etree._Element) -> None:
-    """Remove an element but keep the text that follows it."""
-    parent = el.getparent()
-    if parent is not None:
-        el.drop_tree()
-
-
 def _main_content(doc: etree._Element) -> etree._Element:
     for xpath in _MAIN_XPATHS:
         found = doc.xpath(xpath)
@@ -124,7 +117,7 @@ def _main_content(doc: etree._Element) -> etree._Element:
     ]
     for el in doomed:
         if el.getparent() is not None:  # not already gone with a dropped ancestor
-            _drop(el)
+            el.drop_tree()  # the text after it (its tail) stays
     return root
 
 
