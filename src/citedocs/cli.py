@@ -14,6 +14,7 @@ from rich.table import Table
 from . import config
 from .eval.cases import CaseFileError
 from .ingest.admission import PolicyError
+from .ingest.crawl import CrawlSettings, is_url
 from .index.store import StoreUnavailable
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Cited answers from your docs, or an honest refusal.")
@@ -48,16 +49,30 @@ def _services():
     return Services.open()
 
 
+def _print_crawl(crawled) -> None:
+    for problem in crawled.problems():
+        err.print(f"[yellow]{problem.outcome}[/] {problem.url}: {problem.detail}")
+    counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(crawled.counts().items())) or "nothing"
+    more = f"; stopped at --max-pages with URLs left" if crawled.truncated else ""
+    console.print(
+        f"crawled {crawled.scope} in {crawled.seconds:.1f}s: {counts}{more}; "
+        f"mirror {crawled.folder}, per-URL report {crawled.folder.parent / 'report.json'}"
+    )
+
+
 def _run_ingest(
-    source: Path,
+    source: Path | str,
     corpus: str,
     base_url: str | None,
     tenant: str = config.DEFAULT_TENANT,
     admission: Path | None = None,
     admission_report: Path | None = None,
     docs_format: str | None = None,
+    crawl_settings: CrawlSettings | None = None,
 ) -> None:
+    """Ingest a folder, or with ``crawl_settings`` crawl the site at ``source`` and ingest its mirror."""
     from .index.store import CorpusOwnedByOtherTenant
+    from .ingest.crawl import CrawlError
     from .ingest.pipeline import IngestError
     from .service import InvalidName
 
@@ -73,9 +88,18 @@ def _run_ingest(
             progress.update(tasks[phase], completed=done, total=total)
 
         try:
-            result = services.ingest(source, corpus, base_url, report, tenant, admission, admission_report, docs_format)
-        except (IngestError, PolicyError, InvalidName, CorpusOwnedByOtherTenant) as exc:
+            if crawl_settings is not None:
+                crawled, result = services.crawl_and_ingest(
+                    str(source), corpus, crawl_settings, report, tenant, admission, admission_report
+                )
+            else:
+                result = services.ingest(
+                    Path(source), corpus, base_url, report, tenant, admission, admission_report, docs_format
+                )
+        except (IngestError, PolicyError, InvalidName, CorpusOwnedByOtherTenant, CrawlError) as exc:
             fail(str(exc))
+    if crawl_settings is not None:
+        _print_crawl(crawled)
     err.print(f"read {result.plan}", highlight=False)
     for skipped in result.skipped:
         kept = " (previous version kept)" if skipped.kept_previous else ""
@@ -100,7 +124,10 @@ def _run_ingest(
 
 @app.command()
 def ingest(
-    source: Annotated[Path, typer.Argument(help="Docs project or docs folder (MkDocs, VitePress, Docusaurus/Astro MDX, ...).")],
+    source: Annotated[
+        str,
+        typer.Argument(help="Docs project or docs folder (MkDocs, VitePress, Docusaurus/Astro MDX, Sphinx, HTML), or an http(s) URL of a published docs site to crawl."),
+    ],
     corpus: CorpusOpt = config.ASTRO_CORPUS_NAME,
     base_url: Annotated[
         Optional[str], typer.Option(help="Public URL the docs are served under (default: from the site's config, else remembered).")
@@ -114,9 +141,17 @@ def ingest(
     admission_report: Annotated[
         Optional[Path], typer.Option(help="Also write the admission report (JSON) here.")
     ] = None,
+    max_pages: Annotated[int, typer.Option(help="Crawl: stop after this many pages.")] = CrawlSettings.max_pages,
+    concurrency: Annotated[int, typer.Option(help="Crawl: requests in flight at once.")] = CrawlSettings.concurrency,
+    rate: Annotated[float, typer.Option(help="Crawl: requests per second at most.")] = CrawlSettings.rate,
+    timeout: Annotated[float, typer.Option(help="Crawl: seconds before a request is given up.")] = CrawlSettings.timeout_s,
 ) -> None:
-    """Index a docs folder (incremental: only changed chunks are re-embedded)."""
-    _run_ingest(source, corpus, base_url, tenant, admission, admission_report, docs_format)
+    """Index a docs folder, or crawl a docs site (incremental: only changed chunks are re-embedded)."""
+    if is_url(source):
+        settings = CrawlSettings(max_pages=max_pages, concurrency=concurrency, rate=rate, timeout_s=timeout)
+        _run_ingest(source, corpus, None, tenant, admission, admission_report, crawl_settings=settings)
+    else:
+        _run_ingest(Path(source), corpus, base_url, tenant, admission, admission_report, docs_format)
 
 
 admission_app = typer.Typer(no_args_is_help=True, help="The admission registry: which docs may be evidence.")

@@ -15,6 +15,7 @@ from .encoders import BiEncoder, bi_encoder
 from .index import copy_corpus, open_store
 from .index.store import ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store
 from .ingest.admission import approve, default_report_path, remember_policy, resolve_policy
+from .ingest.crawl import CrawlReport, CrawlSettings, crawl, crawl_scope
 from .ingest.detect import plan_ingest, remembered_format
 from .ingest.pipeline import IngestError, IngestReport, ProgressFn, find_documents, ingest_corpus
 from .ingest.readers import available_readers
@@ -172,6 +173,35 @@ class Services:
         report.admission_report = report_path or default_report_path(corpus)
         report.write_admission_report(report.admission_report)
         return report
+
+    def crawl_and_ingest(
+        self,
+        start_url: str,
+        corpus: str,
+        settings: CrawlSettings = CrawlSettings(),
+        progress: ProgressFn | None = None,
+        tenant: str = config.DEFAULT_TENANT,
+        admission: Path | None = None,
+        report_path: Path | None = None,
+    ) -> tuple[CrawlReport, IngestReport]:
+        """Mirror the site under ``start_url`` (see ingest/crawl.py), then ingest the mirror as HTML.
+
+        The mirror lives in ``<home>/crawl/<corpus>/``; its base URL is the start URL's folder, so
+        chunk URLs are the live pages' URLs. An unreachable site raises ``CrawlError`` before
+        anything is written, so the corpus keeps serving what it had.
+        """
+        check_name("corpus", corpus)
+        check_name("tenant", tenant)
+        existing = self.store.get_corpus(corpus)
+        if existing is not None and existing.tenant != tenant:
+            raise CorpusOwnedByOtherTenant(
+                f"corpus {corpus!r} belongs to tenant {existing.tenant!r}; pick another corpus name"
+            )
+        crawled = crawl(start_url, config.home() / "crawl" / corpus, settings)
+        report = self.ingest(
+            crawled.folder, corpus, crawl_scope(start_url), progress, tenant, admission, report_path, format="html"
+        )
+        return crawled, report
 
     def copy_index(self, target: str, corpora: list[str] | None = None) -> dict[str, int]:
         """Copy corpora (default: all) with their vectors to another store (a postgresql:// URL or a
