@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -44,6 +46,44 @@ def _services():
     return Services.open()
 
 
+PHASE_LABELS = {"parse": "parsing files", "embed": "embedding chunks"}
+
+
+class PlainProgress:
+    """Ingest progress as plain lines, for output that is not a terminal (CI logs, `| tee`):
+    each phase's first and last step and at most one line per tenth in between, so a long ingest
+    shows it is alive without flooding the log."""
+
+    def __init__(self) -> None:
+        self._shown: dict[str, int] = {}
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        last = self._shown.get(phase)
+        if last == done or (last is not None and done < total and done - last < max(1, total // 10)):
+            return
+        self._shown[phase] = done
+        err.print(f"{PHASE_LABELS[phase]}: {done}/{total}", highlight=False)
+
+
+@contextmanager
+def ingest_progress() -> Iterator[Callable[[str, int, int], None]]:
+    """A progress bar on a terminal, plain lines otherwise."""
+    if not err.is_terminal:
+        yield PlainProgress()
+        return
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
+    ) as progress:
+        tasks: dict[str, int] = {}
+
+        def report(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = progress.add_task(PHASE_LABELS[phase], total=total)
+            progress.update(tasks[phase], completed=done, total=total)
+
+        yield report
+
+
 def _run_ingest(
     source: Path,
     corpus: str,
@@ -57,16 +97,7 @@ def _run_ingest(
     from .service import InvalidName
 
     services = _services()
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
-    ) as progress:
-        tasks: dict[str, int] = {}
-
-        def report(phase: str, done: int, total: int) -> None:
-            if phase not in tasks:
-                tasks[phase] = progress.add_task({"parse": "parsing files", "embed": "embedding chunks"}[phase], total=total)
-            progress.update(tasks[phase], completed=done, total=total)
-
+    with ingest_progress() as report:
         try:
             result = services.ingest(source, corpus, base_url, report, tenant, admission, admission_report)
         except (IngestError, PolicyError, InvalidName, CorpusOwnedByOtherTenant) as exc:
@@ -293,14 +324,19 @@ def serve(
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8000,
     backend: BackendOpt = None,
 ) -> None:
-    """Start the HTTP API and web chat (uvicorn)."""
+    """Start the HTTP API and web chat (uvicorn). Everything it logs is one JSON object per line."""
+    import logging
+    import os
     import threading
 
+    os.environ["TQDM_DISABLE"] = "1"  # no progress bars in a server's log (before any model library loads)
+    from .logs import configure_json_logging
+
+    configure_json_logging()
     import uvicorn
 
     from .api.app import create_app
     from .generate.select import BackendConfigError
-    from .logs import configure_json_logging
     from .service import Services
 
     services = Services.open(backend=backend)
@@ -313,8 +349,9 @@ def serve(
     pruned = services.prune_traces()
     services.keep_pruning(RETENTION_EVERY_S, threading.Event())
     auth = "API keys required" if application.state.auth_required else "no auth (local use)"
-    err.print(f"citedocs on http://{host}:{port}  (API docs: /docs; {auth}; pruned {pruned} expired traces)")
-    configure_json_logging()
+    logging.getLogger("citedocs.serve").info(
+        f"citedocs on http://{host}:{port} (API docs: /docs; {auth})", extra={"pruned_traces": pruned}
+    )
     uvicorn.run(application, host=host, port=port, log_config=None, access_log=False)
 
 
