@@ -12,8 +12,9 @@ import re
 import pytest
 from markdown_it import MarkdownIt
 
-from citedocs.ingest.chunker import DocumentError, ParsedDocument, chunk_document
-from citedocs.ingest.mdx import build_parser
+from citedocs.ingest.chunker import ParsedDocument, chunk_document
+from citedocs.ingest.document import DocumentError
+from citedocs.ingest.readers.mdx import build_parser
 
 from conftest import ASTRO_BASE_URL, ASTRO_DOCS
 
@@ -285,7 +286,7 @@ def test_section_chunks_are_numbered_from_one_in_order():
 
 def test_frontmatter_title_and_description_are_used():
     doc = parse("basics/layouts.mdx")
-    assert doc.title == "Layouts"
+    assert doc.page.title == "Layouts"
     assert {c.title for c in doc.chunks} == {"Layouts"}
     first = doc.chunks[0]
     assert first.id == "basics/layouts#/1" and first.anchor == ""
@@ -295,7 +296,7 @@ def test_frontmatter_title_and_description_are_used():
 
 def test_page_without_frontmatter_title_is_named_after_its_file():
     doc = chunk_document("guides/my-page.md", "Some text.\n", BASE)
-    assert doc.title == "My page"
+    assert doc.page.title == "My page"
     assert doc.chunks[0].url == f"{BASE}guides/my-page/"
 
 

@@ -263,7 +263,7 @@ def test_killed_ingest_keeps_previous_index(services, small_docs, tmp_home):
 
 def test_empty_folder_is_refused_and_nothing_is_written(services, tmp_path):
     (tmp_path / "empty").mkdir()
-    with pytest.raises(IngestError, match=r"no Markdown files \(\*\.md, \*\.mdx\) under .*empty"):
+    with pytest.raises(IngestError, match=r"no Markdown/MDX files \(\*\.md, \*\.mdx, \*\.markdown\) under .*empty"):
         ingest(services, tmp_path / "empty")
     assert services.store.list_corpora() == []
 
@@ -339,7 +339,7 @@ def test_cli_ingest_of_an_empty_folder_exits_2_naming_the_problem(tmp_home, tmp_
     result = CliRunner().invoke(app, ["ingest", str(tmp_path / "empty")], env={"COLUMNS": "200"})
     assert result.exit_code == 2
     message = cli_output(result)
-    assert "error:" in message and "no Markdown files" in message and "nothing was changed" in message
+    assert "error:" in message and "no Markdown/MDX files" in message and "nothing was changed" in message
     assert result.exception is None or isinstance(result.exception, SystemExit)
 
 

@@ -15,9 +15,10 @@ from ..encoders import LATE_INTERACTION_TOKENS, BiEncoder
 from ..index.store import ChunkVectors, CorpusInfo, DocumentRecord, IngestChanges, Store
 from ..types import Chunk, ChunkId, content_hash
 from .admission import AdmissionDecision, AdmissionPolicy
-from .chunker import CHUNKER_VERSION, DocumentError, chunk_document
-
-DOC_SUFFIXES = (".md", ".mdx", ".markdown")
+from .chunker import CHUNKER_VERSION, chunk_document
+from .document import DocumentError
+from .readers import Reader
+from .readers.mdx import MDX
 
 
 class IngestError(ValueError):
@@ -85,16 +86,17 @@ def corpus_version(hashes: dict[ChunkId, str]) -> str:
     return content_hash(*(f"{cid}={h}" for cid, h in sorted(hashes.items())))
 
 
-def find_documents(source_dir: Path) -> list[Path]:
+def find_documents(source_dir: Path, reader: Reader = MDX) -> list[Path]:
+    kinds = ", ".join(f"*{s}" for s in reader.suffixes)
     if not source_dir.exists():
-        raise IngestError(f"folder not found: {source_dir}. Pass the folder that holds your .md/.mdx files.")
+        raise IngestError(f"folder not found: {source_dir}. Pass the folder that holds your docs ({kinds}).")
     if not source_dir.is_dir():
-        raise IngestError(f"not a folder: {source_dir}. Pass the folder that holds your .md/.mdx files.")
-    files = sorted(p for p in source_dir.rglob("*") if p.is_file() and p.suffix.lower() in DOC_SUFFIXES)
+        raise IngestError(f"not a folder: {source_dir}. Pass the folder that holds your docs ({kinds}).")
+    files = sorted(p for p in source_dir.rglob("*") if p.is_file() and p.suffix.lower() in reader.suffixes)
     if not files:
         raise IngestError(
-            f"no Markdown files (*.md, *.mdx) under {source_dir}; nothing was changed. "
-            "Check the path, or point --corpus at a different folder."
+            f"no {reader.label} files ({kinds}) under {source_dir}; nothing was changed. "
+            "Check the path, or name the docs format with --format."
         )
     return files
 
@@ -108,6 +110,7 @@ def ingest_corpus(
     progress: ProgressFn | None = None,
     policy: AdmissionPolicy = AdmissionPolicy(),
     tenant: str = DEFAULT_TENANT,
+    reader: Reader = MDX,
 ) -> IngestReport:
     """Parse changed files, embed changed chunks, then write everything in one transaction."""
     started = datetime.now(timezone.utc)
@@ -115,8 +118,10 @@ def ingest_corpus(
         raise IngestError(f"invalid corpus name {corpus!r}: use letters, digits, '-' or '_'")
     if not base_url.startswith(("http://", "https://")):
         raise IngestError(f"--base-url must be an http(s) URL, got {base_url!r}")
-    files = find_documents(source_dir)
-    pipeline = f"chunker-{CHUNKER_VERSION}+{encoder.name}+tokens{LATE_INTERACTION_TOKENS}"
+    files = find_documents(source_dir, reader)
+    pipeline = (
+        f"{reader.name}-{reader.version}+chunker-{CHUNKER_VERSION}+{encoder.name}+tokens{LATE_INTERACTION_TOKENS}"
+    )
     previous = store.get_corpus(corpus)
     rebuild = previous is None or previous.pipeline != pipeline or previous.base_url != base_url
     old_docs = {} if rebuild else store.documents(corpus)
@@ -145,7 +150,7 @@ def ingest_corpus(
             kept_ids.update(old.chunk_ids)
         else:
             try:
-                parsed = chunk_document(rel, _decode(path, data), base_url)
+                parsed = chunk_document(rel, _decode(path, data), base_url, reader, source_dir)
                 clash = [c.id for c in parsed.chunks if c.id in fresh_chunks or c.id in claimed]
                 if clash:
                     raise DocumentError(f"its chunk ids clash with another file's (e.g. {clash[0]})")

@@ -1,4 +1,4 @@
-"""An MDX-aware markdown-it parser.
+"""The MDX reader: an MDX-aware markdown-it parser.
 
 MDX differs from CommonMark in ways that matter for chunking:
 * top-level ``import``/``export`` statements are code, not prose;
@@ -15,62 +15,22 @@ markdown-it itself; the JSX lines become ``jsx_tag`` tokens the chunker can labe
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_block import StateBlock
 from mdit_py_plugins.container import container_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 
+from ..document import directory_url
+from ..slugs import Slugger, split_explicit_id
+from .jsx import parse_jsx_tag, scan_tag_end
+from .markdown import MarkdownReader
+
 ADMONITIONS = ("note", "tip", "caution", "danger", "warning", "important")
-
-_TAG_NAME = re.compile(r"</?\s*([A-Za-z][\w.:-]*)?")
-_ATTR = re.compile(r"""([A-Za-z_:][\w:.-]*)\s*=\s*(?:"([^"]*)"|'([^']*)'|\{([^{}]*)\})""")
-
-
-@dataclass(frozen=True)
-class JsxTag:
-    name: str  # "" for a fragment <>...</>
-    kind: str  # "open" | "close" | "self"
-    attrs: dict[str, str]
 
 
 def _line_text(state: StateBlock, line: int) -> str:
     return state.src[state.bMarks[line] + state.tShift[line] : state.eMarks[line]]
-
-
-def _scan_tag_end(src: str, start: int) -> int | None:
-    """Return the index just past the ``>`` closing the tag starting at ``start``.
-
-    Quotes and ``{...}`` attribute expressions may contain ``>``; the tag may span lines.
-    """
-    depth = 0
-    quote: str | None = None
-    i = start + 1
-    while i < len(src):
-        ch = src[i]
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "\"'" and depth == 0:
-            quote = ch
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth = max(0, depth - 1)
-        elif ch == ">" and depth == 0:
-            return i + 1
-        i += 1
-    return None
-
-
-def parse_jsx_tag(raw: str) -> JsxTag:
-    match = _TAG_NAME.match(raw)
-    name = (match.group(1) or "") if match else ""
-    closing = raw.startswith("</")
-    kind = "close" if closing else ("self" if raw.rstrip(">").rstrip().endswith("/") else "open")
-    attrs = {m.group(1): next(g for g in m.groups()[1:] if g is not None) for m in _ATTR.finditer(raw)}
-    return JsxTag(name=name, kind=kind, attrs=attrs)
 
 
 def _line_of(state: StateBlock, pos: int, start_line: int, end_line: int) -> int:
@@ -86,7 +46,7 @@ def _jsx_tag_rule(state: StateBlock, start_line: int, end_line: int, silent: boo
     if not (text.startswith("<") and len(text) > 1 and (text[1].isalpha() or text[1] in "/>")):
         return False
     start = state.bMarks[start_line] + state.tShift[start_line]
-    end = _scan_tag_end(state.src, start)
+    end = scan_tag_end(state.src, start)
     if end is None:
         return False
     last_line = _line_of(state, end - 1, start_line, end_line)
@@ -160,12 +120,6 @@ def _admonition_validator(name: str):
     return validate
 
 
-def admonition_title(info: str, name: str) -> str:
-    """``caution[Deprecated]`` -> ``Deprecated``; bare ``tip`` -> ``Tip``."""
-    match = re.search(r"\[(.*)\]", info)
-    return match.group(1).strip() if match and match.group(1).strip() else name.capitalize()
-
-
 def build_parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": True}).enable("table").disable(["code", "html_block"])
     front_matter_plugin(md)
@@ -176,3 +130,16 @@ def build_parser() -> MarkdownIt:
     md.block.ruler.before("fence", "jsx_tag", _jsx_tag_rule, {"alt": alt})
     md.block.ruler.before("fence", "mdx_expression", _expression_rule, {"alt": alt})
     return md
+
+
+MDX = MarkdownReader(
+    name="mdx",
+    label="Markdown/MDX",
+    suffixes=(".md", ".mdx", ".markdown"),
+    version="4",
+    parser=build_parser(),
+    split_heading_id=split_explicit_id,
+    new_slugger=Slugger,
+    page_url=directory_url,
+)
+"""Docusaurus/Starlight-style MDX (the Astro docs): GitHub slugs, ``{#id}`` overrides, folder URLs."""

@@ -1,0 +1,272 @@
+"""Markdown dialects read with markdown-it: tokens -> titled sections of blocks.
+
+The dialects (MDX, MkDocs/PyMdown, VitePress) differ in block syntax, heading attributes and slug
+algorithm; a dialect is a parser plus those two rules. Flattening tokens into readable text (code
+fences verbatim, notes labelled, list markers kept) is shared.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+import yaml
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from ..document import Block, DocumentError, ParsedPage, Section, page_path
+from ..slugs import Slugger
+from . import SourceFile
+from .jsx import JsxTag, parse_jsx_tag
+
+_ASIDE_COMPONENTS = {"aside", "callout", "admonition"}
+
+
+def _render_inline(token: Token) -> str:
+    out: list[str] = []
+    for child in token.children or []:
+        if child.type == "text":
+            out.append(child.content)
+        elif child.type == "code_inline":
+            out.append(f"`{child.content}`")
+        elif child.type == "softbreak":
+            out.append(" ")
+        elif child.type == "hardbreak":
+            out.append("\n")
+        elif child.type == "image":
+            out.append(child.content or "")
+        elif child.type == "html_inline":
+            tag = parse_jsx_tag(child.content)
+            if tag.name == "Since" and tag.attrs.get("v"):
+                out.append(f"(added in v{tag.attrs['v']})")
+    return "".join(out)
+
+
+def _heading_text(token: Token) -> str:
+    """Heading text as the site slugs it: inline code content kept, tags dropped."""
+    parts = []
+    for child in token.children or []:
+        if child.type in ("text", "code_inline"):
+            parts.append(child.content)
+    return "".join(parts).strip()
+
+
+class _Renderer:
+    """Flattens a run of block tokens into readable text, tracking open JSX components."""
+
+    def __init__(self) -> None:
+        self.jsx_depth = 0
+        self._lines: list[str] = []
+        self._prefix_stack: list[str] = []
+        self._list_stack: list[list[int | None]] = []  # [next number or None for bullets]
+        self._pending_marker: str | None = None
+        self._row: list[str] | None = None
+
+    def take(self) -> str:
+        # at most one blank line between blocks; a fence is one entry, so its code stays verbatim
+        lines: list[str] = []
+        for line in self._lines:
+            if line == "" and lines and lines[-1] == "":
+                continue
+            lines.append(line)
+        self._lines = []
+        return "\n".join(lines).strip()
+
+    def _indent(self) -> str:
+        return "  " * max(0, len(self._list_stack) - 1)
+
+    def _emit(self, text: str) -> None:
+        if not text.strip():
+            return
+        if self._pending_marker is not None:
+            text = f"{self._indent()}{self._pending_marker} {text}"
+            self._pending_marker = None
+        elif self._list_stack:
+            text = f"{self._indent()}  {text}"
+        prefix = "".join(self._prefix_stack)
+        self._lines.append(prefix + text)
+
+    def feed(self, token: Token) -> None:
+        kind = token.type
+        if kind == "inline":
+            if self._row is not None:
+                self._row.append(_render_inline(token).strip())
+            else:
+                self._emit(_render_inline(token))
+        elif kind == "paragraph_close" and not token.hidden and not self._list_stack:
+            self._lines.append("")
+        elif kind == "fence":
+            lang = token.info.strip().split(" ")[0] if token.info else ""
+            body = token.content.rstrip("\n")
+            # a fence longer than any backtick run inside, so a sample showing a fence stays one block
+            inner = max((len(run) for run in re.findall(r"^\s*(`{3,})", body, re.M)), default=0)
+            ticks = "`" * max(3, inner + 1)
+            fence = f"{ticks}{lang}\n{body}\n{ticks}"
+            if self._pending_marker is not None:
+                self._emit("")  # keep the list marker on its own line
+                self._lines.append(f"{self._indent()}{self._pending_marker}")
+                self._pending_marker = None
+            self._lines.append(fence)
+            self._lines.append("")
+        elif kind in ("bullet_list_open", "ordered_list_open"):
+            start = int(token.attrs.get("start", 1)) if kind == "ordered_list_open" else None
+            self._list_stack.append([start])
+        elif kind in ("bullet_list_close", "ordered_list_close"):
+            self._list_stack.pop()
+            if not self._list_stack:
+                self._lines.append("")
+        elif kind == "list_item_open":
+            counter = self._list_stack[-1]
+            if counter[0] is None:
+                self._pending_marker = "-"
+            else:
+                self._pending_marker = f"{counter[0]}."
+                counter[0] += 1
+        elif kind == "heading_open":
+            self._lines.append("")
+        elif kind == "heading_close":
+            self._lines.append("")
+        elif kind == "tr_open":
+            self._row = []
+        elif kind == "tr_close":
+            self._lines.append(" | ".join(self._row or []))
+            self._row = None
+        elif kind == "table_close":
+            self._lines.append("")
+        elif kind.startswith("container_") and kind.endswith("_open"):
+            name = kind[len("container_") : -len("_open")]
+            self._lines.append(f"{admonition_title(token.info, name)}:")
+            self._prefix_stack.append("> ")
+        elif kind.startswith("container_") and kind.endswith("_close"):
+            self._prefix_stack.pop()
+            self._lines.append("")
+        elif kind == "blockquote_open":
+            self._prefix_stack.append("> ")
+        elif kind == "blockquote_close":
+            self._prefix_stack.pop()
+            self._lines.append("")
+        elif kind == "jsx_tag":
+            self._feed_jsx(token.meta["tag"])
+
+    def _feed_jsx(self, tag: JsxTag) -> None:
+        if tag.kind == "open":
+            self.jsx_depth += 1
+            if tag.name.lower() in _ASIDE_COMPONENTS:
+                label = tag.attrs.get("title") or tag.attrs.get("type", "note").capitalize()
+                self._lines.append(f"{label}:")
+                self._prefix_stack.append("> ")
+        elif tag.kind == "close":
+            self.jsx_depth = max(0, self.jsx_depth - 1)
+            if tag.name.lower() in _ASIDE_COMPONENTS and self._prefix_stack:
+                self._prefix_stack.pop()
+                self._lines.append("")
+        elif tag.name == "Since" and tag.attrs.get("v"):
+            self._emit(f"(added in v{tag.attrs['v']})")  # <Since v="5.7.0" /> on its own line
+        elif tag.attrs.get("title"):
+            self._emit(tag.attrs["title"])  # e.g. <LinkCard title="..." />
+
+
+def _parse_frontmatter(tokens: list[Token], doc_path: str) -> dict:
+    for token in tokens:
+        if token.type == "front_matter":
+            try:
+                data = yaml.safe_load(token.content) or {}
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                where = f" at frontmatter line {mark.line + 2}" if mark else ""
+                raise DocumentError(f"broken YAML frontmatter{where}: {getattr(exc, 'problem', exc)}") from exc
+            if not isinstance(data, dict):
+                raise DocumentError("frontmatter is not a key: value mapping")
+            return data
+    return {}
+
+
+def _sections(
+    tokens: list[Token], split_heading_id: Callable[[str], tuple[str, str | None]], slugger: Slugger
+) -> list[Section]:
+    renderer = _Renderer()
+    top = Section(heading_path=(), anchor="", anchor_path=())
+    sections = [top]
+    stack: list[tuple[int, str, str]] = []  # (level, heading text, anchor)
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token.type == "heading_open" and token.level == 0:
+            text, explicit = split_heading_id(_heading_text(tokens[i + 1]))
+            level = int(token.tag[1])
+            anchor = slugger.slug(text, explicit)
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, text, anchor))
+            sections.append(
+                Section(
+                    heading_path=tuple(h for _, h, _ in stack),
+                    anchor=anchor,
+                    anchor_path=tuple(a for _, _, a in stack),
+                )
+            )
+            i += 3  # heading_open, inline, heading_close
+            continue
+        # one top-level block: a self-contained token, or an open .. matching close run
+        j = i
+        if token.nesting == 1:
+            depth = 0
+            while j < len(tokens):
+                depth += tokens[j].nesting
+                if depth == 0:
+                    break
+                j += 1
+        depth_before = renderer.jsx_depth
+        for block_token in tokens[i : j + 1]:
+            renderer.feed(block_token)
+        text = renderer.take()
+        if text:
+            sections[-1].blocks.append(Block(text=text, splittable_after=renderer.jsx_depth == 0))
+        elif sections[-1].blocks:
+            # a tag-only line: the boundary before it is open if no component encloses it
+            sections[-1].blocks[-1].splittable_after = depth_before == 0 or renderer.jsx_depth == 0
+        i = j + 1
+    return sections
+
+
+def admonition_title(info: str, name: str) -> str:
+    """``caution[Deprecated]`` -> ``Deprecated``; bare ``tip`` -> ``Tip``."""
+    match = re.search(r"\[(.*)\]", info)
+    return match.group(1).strip() if match and match.group(1).strip() else name.capitalize()
+
+
+@dataclass(frozen=True)
+class MarkdownReader:
+    """A Markdown dialect: its parser, how a heading names its anchor, and its URL rule."""
+
+    name: str
+    label: str
+    suffixes: tuple[str, ...]
+    version: str
+    parser: MarkdownIt
+    split_heading_id: Callable[[str], tuple[str, str | None]]  # heading -> (text, explicit id)
+    new_slugger: Callable[[], Slugger]
+    page_url: Callable[[str, str], str]  # (base_url, doc_path) -> page URL
+
+    def read(self, source: SourceFile) -> ParsedPage:
+        try:
+            tokens = self.parser.parse(source.text)
+        except Exception as exc:  # markdown-it is lenient; anything raised here is a real defect in the page
+            raise DocumentError(f"Markdown parse failed: {exc}") from exc
+        meta = _parse_frontmatter(tokens, source.rel_path)
+        stem = PurePosixPath(source.rel_path).stem
+        sections = _sections(tokens, self.split_heading_id, self.new_slugger())
+        description = str(meta.get("description") or "")
+        if description:
+            sections[0].blocks.insert(0, Block(description))
+        return ParsedPage(
+            doc_path=source.rel_path,
+            page=page_path(source.rel_path),
+            url=self.page_url(source.base_url, source.rel_path),
+            title=str(meta.get("title") or stem.replace("-", " ").capitalize()),
+            description=description,
+            frontmatter=meta,
+            sections=sections,
+        )
