@@ -118,6 +118,11 @@ def _run_ingest(
         f"admission policy {result.policy}{remembered}: {sum(d.admitted for d in outcomes)} admitted, "
         f"rejected: {rejected}; report: {result.admission_report}"
     )
+    for flag in result.flagged:
+        err.print(
+            f"[yellow]withheld[/] {flag.path}: {flag.reason}: {flag.sentence!r} (approve: sha256 {flag.sha256})",
+            highlight=False,
+        )
 
 
 @app.command()

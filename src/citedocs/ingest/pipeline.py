@@ -17,6 +17,7 @@ from ..types import Chunk, ChunkId, content_hash
 from .admission import AdmissionDecision, AdmissionPolicy
 from .chunker import CHUNKER_VERSION, chunk_document
 from .document import DocumentError
+from .planted import FlaggedSentence, Screen
 from .readers import Reader
 from .readers.mdx import MDX
 
@@ -43,6 +44,7 @@ class IngestReport:
     unchanged: int = 0
     skipped: list[SkippedFile] = field(default_factory=list)
     admission: list[AdmissionDecision] = field(default_factory=list)  # one per file seen
+    flagged: list[FlaggedSentence] = field(default_factory=list)  # planted instructions withheld from the chunks
     policy: str = "default"  # the admission policy file, or "default"
     admission_report: Path | None = None  # where the admission report was written
     version: str = ""
@@ -66,6 +68,7 @@ class IngestReport:
             "admitted": sum(d.admitted for d in outcomes),
             "rejected": dict(self.rejected_by_reason()),
             "files": [asdict(d) for d in outcomes],
+            "flagged_sentences": [asdict(f) for f in self.flagged],
         }
         path.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
 
@@ -119,8 +122,10 @@ def ingest_corpus(
     if not base_url.startswith(("http://", "https://")):
         raise IngestError(f"--base-url must be an http(s) URL, got {base_url!r}")
     files = find_documents(source_dir, reader)
+    screen = Screen.for_corpus(base_url, policy.allowed_hosts, policy.approved_sentences)
     pipeline = (
         f"{reader.name}-{reader.version}+chunker-{CHUNKER_VERSION}+{encoder.name}+tokens{LATE_INTERACTION_TOKENS}"
+        f"+screen-{screen.fingerprint()}"
     )
     previous = store.get_corpus(corpus)
     rebuild = previous is None or previous.pipeline != pipeline or previous.base_url != base_url
@@ -150,7 +155,7 @@ def ingest_corpus(
             kept_ids.update(old.chunk_ids)
         else:
             try:
-                parsed = chunk_document(rel, _decode(path, data), base_url, reader, source_dir)
+                parsed = chunk_document(rel, _decode(path, data), base_url, reader, source_dir, screen)
                 clash = [c.id for c in parsed.chunks if c.id in fresh_chunks or c.id in claimed]
                 if clash:
                     raise DocumentError(f"its chunk ids clash with another file's (e.g. {clash[0]})")
@@ -161,6 +166,7 @@ def ingest_corpus(
                     kept_ids.update(old.chunk_ids)
             else:
                 report.files_parsed += 1
+                report.flagged.extend(parsed.withheld)
                 fresh_chunks.update((c.id, c) for c in parsed.chunks)
                 new_docs[rel] = DocumentRecord(rel, file_hash, tuple(c.id for c in parsed.chunks))
         if progress:
