@@ -91,6 +91,7 @@ def _run_ingest(
     tenant: str = config.DEFAULT_TENANT,
     admission: Path | None = None,
     admission_report: Path | None = None,
+    max_file_size: int | None = None,
 ) -> None:
     from .index.store import CorpusOwnedByOtherTenant
     from .ingest.pipeline import IngestError
@@ -99,12 +100,15 @@ def _run_ingest(
     services = _services()
     with ingest_progress() as report:
         try:
-            result = services.ingest(source, corpus, base_url, report, tenant, admission, admission_report)
+            result = services.ingest(source, corpus, base_url, report, tenant, admission, admission_report, max_file_size)
         except (IngestError, PolicyError, InvalidName, CorpusOwnedByOtherTenant) as exc:
             fail(str(exc))
     for skipped in result.skipped:
         kept = " (previous version kept)" if skipped.kept_previous else ""
         err.print(f"[yellow]skipped[/] {skipped.path}: {skipped.reason}{kept}")
+    for unread in result.admission:
+        if unread.reason.startswith(("outside_root:", "too_large:")):
+            err.print(f"[yellow]not read[/] {unread.path}: {unread.reason}", highlight=False)
     console.print(
         f"corpus [bold]{corpus}[/] version {result.version}: {result.files_seen} files "
         f"({result.files_parsed} parsed, {len(result.skipped)} skipped); chunks: {result.added} added, "
@@ -135,9 +139,13 @@ def ingest(
     admission_report: Annotated[
         Optional[Path], typer.Option(help="Also write the admission report (JSON) here.")
     ] = None,
+    max_file_size: Annotated[
+        Optional[int],
+        typer.Option(min=1, help="Largest file read, in bytes; larger ones are reported, not read. Default: max_file_bytes setting."),
+    ] = None,
 ) -> None:
     """Index a docs folder (incremental: only changed chunks are re-embedded)."""
-    _run_ingest(source, corpus, base_url, tenant, admission, admission_report)
+    _run_ingest(source, corpus, base_url, tenant, admission, admission_report, max_file_size)
 
 
 admission_app = typer.Typer(no_args_is_help=True, help="The admission registry: which docs may be evidence.")

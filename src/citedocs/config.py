@@ -113,6 +113,9 @@ SETTINGS: dict[str, Setting] = {
         "CITEDOCS_MAX_QUEUE_WAIT_S", 5.0, _positive_float, "longest a request waits for a slot before 503 overloaded"
     ),
     "max_body_bytes": Setting("CITEDOCS_MAX_BODY_BYTES", 65536, _positive_int, "largest accepted request body"),
+    "max_file_bytes": Setting(
+        "CITEDOCS_MAX_FILE_BYTES", 2_000_000, _at_least_one, "largest docs file ingest reads (the largest shared doc is 105 kB)"
+    ),
     "retention_days": Setting("CITEDOCS_RETENTION_DAYS", 30, _positive_int, "days traces and feedback are kept"),
 }
 

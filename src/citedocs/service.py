@@ -141,8 +141,10 @@ class Services:
         tenant: str = config.DEFAULT_TENANT,
         admission: Path | None = None,
         report_path: Path | None = None,
+        max_file_bytes: int | None = None,
     ) -> IngestReport:
-        """Ingest under the given (else remembered, else default) admission policy; write the admission report."""
+        """Ingest under the given (else remembered, else default) admission policy; write the admission report.
+        Files over ``max_file_bytes`` (default: the max_file_bytes setting) are reported, not read."""
         check_name("tenant", tenant)
         existing = self.store.get_corpus(corpus)
         if existing is not None and existing.tenant != tenant:  # checked again inside the write transaction
@@ -150,7 +152,9 @@ class Services:
                 f"corpus {corpus!r} belongs to tenant {existing.tenant!r}; pick another corpus name"
             )
         policy = resolve_policy(corpus, admission)
-        report = ingest_corpus(self.store, self.encoder, source_dir, corpus, base_url, progress, policy, tenant)
+        report = ingest_corpus(
+            self.store, self.encoder, source_dir, corpus, base_url, progress, policy, tenant, max_file_bytes=max_file_bytes
+        )
         remember_policy(corpus, policy)
         report.admission_report = report_path or default_report_path(corpus)
         report.write_admission_report(report.admission_report)
