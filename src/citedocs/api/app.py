@@ -18,10 +18,10 @@ from starlette.exceptions import HTTPException
 from .. import __version__, config
 from ..auth import AuthError, RateLimited, RateLimiter
 from ..capacity import capacity
-from .openapi import BODY_ERRORS, ERRORS, GUARDED, EventStream, complete_openapi, framework_error
 from ..contract import AskRequest, AskResponse, ErrorBody, FeedbackRequest
 from ..service import EmptyQuestion, Services, UnknownCorpus, UnknownTrace
 from .middleware import BodyLimit, ConcurrencyGate, RequestLog, SecurityHeaders
+from .openapi import BODY_ERRORS, ERRORS, GUARDED, EventStream, complete_openapi, framework_error
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "ui" / "static"
 
