@@ -138,3 +138,37 @@ def test_false_positive_rate_on_every_shared_corpus_is_near_zero_and_reviewed():
         expected = [(f["path"], f["reason"], f["sentence"]) for f in reviewed.get(name, [])]
         assert [(f.path, f.reason, f.sentence) for f in flagged] == expected, name
         assert len(flagged) / sentences <= 1 / 5000, (name, len(flagged), sentences)
+
+
+def test_script_and_style_contents_are_never_text_and_never_swallow_what_follows():
+    from citedocs.ingest.chunker import chunk_document
+
+    page = """# Page
+
+Before the script.
+
+<script setup>
+import Demo from './Demo.vue'
+</script>
+
+<style>
+.demo {
+  color: red;
+}
+</style>
+
+Inline <script>alert(document.cookie)</script> sentence after an inline script.
+
+## Next section
+
+Text after the style block stays searchable.
+
+```html
+<script>console.log("a code sample keeps its script tag")</script>
+```
+"""
+    text = "\n".join(c.text for c in chunk_document("page.md", page, ASTRO_BASE_URL).chunks)
+    for hidden in ("import Demo", "color: red", "alert(document.cookie)"):
+        assert hidden not in text
+    for kept in ("Before the script.", "sentence after an inline script", "Text after the style block", "a code sample keeps"):
+        assert kept in text

@@ -65,7 +65,7 @@ class _Renderer:
 
     def __init__(self) -> None:
         self.jsx_depth = 0
-        self.raw_depth = 0  # inside a <script> or <style> block: nothing is text
+        self.raw_element: str | None = None  # "script" or "style" while inside one: nothing is text
         self._lines: list[str] = []
         self._prefix_stack: list[str] = []
         self._list_stack: list[list[int | None]] = []  # [next number or None for bullets]
@@ -98,8 +98,14 @@ class _Renderer:
 
     def feed(self, token: Token) -> None:
         kind = token.type
-        if self.raw_depth and kind != "jsx_tag":
-            return
+        if self.raw_element and kind != "jsx_tag":
+            # the closing tag may be inline HTML of the paragraph above it, or swallowed by an
+            # `import` line's block; a heading always ends it, so an unclosed tag loses one section at most
+            closed = f"</{self.raw_element}" in token.content.lower() or kind == "heading_open"
+            if closed:
+                self.raw_element = None
+            if kind != "heading_open":
+                return
         if kind == "inline":
             if self._row is not None:
                 self._row.append(_render_inline(token).strip())
@@ -162,8 +168,8 @@ class _Renderer:
 
     def _feed_jsx(self, tag: JsxTag) -> None:
         if tag.name.lower() in _RAW_TEXT_ELEMENTS:
-            self.raw_depth = max(0, self.raw_depth + {"open": 1, "close": -1}.get(tag.kind, 0))
-        elif self.raw_depth:
+            self.raw_element = tag.name.lower() if tag.kind == "open" else None
+        elif self.raw_element:
             return
         elif tag.kind == "open":
             self.jsx_depth += 1
