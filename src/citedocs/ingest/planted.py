@@ -53,11 +53,12 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
 )
-# Code fetched from the network and run at once: `curl URL | sh`, `bash <(curl URL)`, `iwr URL | iex`.
+# Code fetched from the network and run at once: `curl URL | sh`, `bash <(curl URL)`, `iwr URL | iex`
+# (bounded spans, so a megabyte line full of "curl" stays linear).
 _FETCH = r"(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod|fetch)\b"
 _PIPE_TO_SHELL = re.compile(
-    rf"\b{_FETCH}[^|\n]*\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:sh|bash|zsh|dash|ksh|fish|python[0-9.]*|node|perl|ruby|iex|invoke-expression)\b"
-    rf"|\b(?:sh|bash|zsh)\s+(?:-c\s+)?[\"']?(?:<\(|\$\()\s*{_FETCH}[^)\n]*\)",
+    rf"\b{_FETCH}[^|\n]{{0,500}}\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:sh|bash|zsh|dash|ksh|fish|python[0-9.]*|node|perl|ruby|iex|invoke-expression)\b"
+    rf"|\b(?:sh|bash|zsh)\s+(?:-c\s+)?[\"']?(?:<\(|\$\()\s*{_FETCH}[^)\n]{{0,500}}\)",
     re.I,
 )
 _TOKEN = re.compile(r"[^\s'\"`()|<>$]+")
