@@ -137,7 +137,7 @@ def test_config_file_is_read_and_env_vars_override_it(tmp_home, monkeypatch):
     (tmp_home / "config.toml").write_text('auth = "required"\nretention_days = 7\nllm_timeout = 5\n')
     assert config.setting("auth") == "required"
     assert config.setting("retention_days") == 7 and config.setting("llm_timeout") == 5.0
-    assert config.setting("rate_limit_per_minute") == 120  # not in the file: the default
+    assert config.setting("max_body_bytes") == 65536  # not in the file: the default
     monkeypatch.setenv("CITEDOCS_AUTH", "off")
     assert config.setting("auth") == "off"
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -60,6 +62,55 @@ def _print_crawl(crawled) -> None:
     )
 
 
+PHASE_LABELS = {"parse": "parsing files", "embed": "embedding chunks"}
+
+
+class PlainProgress:
+    """Ingest progress as plain lines, for output that is not a terminal (CI logs, `| tee`):
+    each phase's first and last step and at most one line per tenth in between, so a long ingest
+    shows it is alive without flooding the log."""
+
+    def __init__(self) -> None:
+        self._shown: dict[str, int] = {}
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        last = self._shown.get(phase)
+        if last == done or (last is not None and done < total and done - last < max(1, total // 10)):
+            return
+        self._shown[phase] = done
+        err.print(f"{PHASE_LABELS[phase]}: {done}/{total}", highlight=False)
+
+
+@contextmanager
+def ingest_progress() -> Iterator[Callable[[str, int, int], None]]:
+    """A progress bar on a terminal, plain lines otherwise."""
+    if not err.is_terminal:
+        yield PlainProgress()
+        return
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
+    ) as progress:
+        tasks: dict[str, int] = {}
+
+        def report(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = progress.add_task(PHASE_LABELS[phase], total=total)
+            progress.update(tasks[phase], completed=done, total=total)
+
+        yield report
+
+
+def _print_crawl(crawled) -> None:
+    for problem in crawled.problems():
+        err.print(f"[yellow]{problem.outcome}[/] {problem.url}: {problem.detail}")
+    counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(crawled.counts().items())) or "nothing"
+    more = "; stopped at --max-pages with URLs left" if crawled.truncated else ""
+    console.print(
+        f"crawled {crawled.scope} in {crawled.seconds:.1f}s: {counts}{more}; "
+        f"mirror {crawled.folder}, per-URL report {crawled.folder.parent / 'report.json'}"
+    )
+
+
 def _run_ingest(
     source: Path | str,
     corpus: str,
@@ -68,6 +119,7 @@ def _run_ingest(
     admission: Path | None = None,
     admission_report: Path | None = None,
     docs_format: str | None = None,
+    max_file_size: int | None = None,
     crawl_settings: CrawlSettings | None = None,
 ) -> None:
     """Ingest a folder, or with ``crawl_settings`` crawl the site at ``source`` and ingest its mirror."""
@@ -77,16 +129,7 @@ def _run_ingest(
     from .service import InvalidName
 
     services = _services()
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
-    ) as progress:
-        tasks: dict[str, int] = {}
-
-        def report(phase: str, done: int, total: int) -> None:
-            if phase not in tasks:
-                tasks[phase] = progress.add_task({"parse": "parsing files", "embed": "embedding chunks"}[phase], total=total)
-            progress.update(tasks[phase], completed=done, total=total)
-
+    with ingest_progress() as report:
         try:
             if crawl_settings is not None:
                 crawled, result = services.crawl_and_ingest(
@@ -94,7 +137,7 @@ def _run_ingest(
                 )
             else:
                 result = services.ingest(
-                    Path(source), corpus, base_url, report, tenant, admission, admission_report, docs_format
+                    Path(source), corpus, base_url, report, tenant, admission, admission_report, docs_format, max_file_size
                 )
         except (IngestError, PolicyError, InvalidName, CorpusOwnedByOtherTenant, CrawlError) as exc:
             fail(str(exc))
@@ -107,6 +150,9 @@ def _run_ingest(
     for note in result.notes:
         err.print(f"[yellow]note[/] {note}", highlight=False)
     noted = f", {len(result.notes)} notes on dropped content" if result.notes else ""
+    for unread in result.admission:
+        if unread.reason.startswith(("outside_root:", "too_large:")):
+            err.print(f"[yellow]not read[/] {unread.path}: {unread.reason}", highlight=False)
     console.print(
         f"corpus [bold]{corpus}[/] version {result.version}: {result.files_seen} files "
         f"({result.files_parsed} parsed, {len(result.skipped)} skipped){noted}; chunks: {result.added} added, "
@@ -120,6 +166,11 @@ def _run_ingest(
         f"admission policy {result.policy}{remembered}: {sum(d.admitted for d in outcomes)} admitted, "
         f"rejected: {rejected}; report: {result.admission_report}"
     )
+    for flag in result.flagged:
+        err.print(
+            f"[yellow]withheld[/] {flag.path}: {flag.reason}: {flag.sentence!r} (approve: sha256 {flag.sha256})",
+            highlight=False,
+        )
 
 
 @app.command()
@@ -145,13 +196,17 @@ def ingest(
     concurrency: Annotated[int, typer.Option(help="Crawl: requests in flight at once.")] = CrawlSettings.concurrency,
     rate: Annotated[float, typer.Option(help="Crawl: requests per second at most.")] = CrawlSettings.rate,
     timeout: Annotated[float, typer.Option(help="Crawl: seconds before a request is given up.")] = CrawlSettings.timeout_s,
+    max_file_size: Annotated[
+        Optional[int],
+        typer.Option(min=1, help="Largest file read, in bytes; larger ones are reported, not read. Default: max_file_bytes setting."),
+    ] = None,
 ) -> None:
     """Index a docs folder, or crawl a docs site (incremental: only changed chunks are re-embedded)."""
     if is_url(source):
         settings = CrawlSettings(max_pages=max_pages, concurrency=concurrency, rate=rate, timeout_s=timeout)
         _run_ingest(source, corpus, None, tenant, admission, admission_report, crawl_settings=settings)
     else:
-        _run_ingest(Path(source), corpus, base_url, tenant, admission, admission_report, docs_format)
+        _run_ingest(Path(source), corpus, base_url, tenant, admission, admission_report, docs_format, max_file_size)
 
 
 admission_app = typer.Typer(no_args_is_help=True, help="The admission registry: which docs may be evidence.")
@@ -356,14 +411,19 @@ def serve(
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8000,
     backend: BackendOpt = None,
 ) -> None:
-    """Start the HTTP API and web chat (uvicorn)."""
+    """Start the HTTP API and web chat (uvicorn). Everything it logs is one JSON object per line."""
+    import logging
+    import os
     import threading
 
+    os.environ["TQDM_DISABLE"] = "1"  # no progress bars in a server's log (before any model library loads)
+    from .logs import configure_json_logging
+
+    configure_json_logging()
     import uvicorn
 
     from .api.app import create_app
     from .generate.select import BackendConfigError
-    from .logs import configure_json_logging
     from .service import Services
 
     services = Services.open(backend=backend)
@@ -376,8 +436,9 @@ def serve(
     pruned = services.prune_traces()
     services.keep_pruning(RETENTION_EVERY_S, threading.Event())
     auth = "API keys required" if application.state.auth_required else "no auth (local use)"
-    err.print(f"citedocs on http://{host}:{port}  (API docs: /docs; {auth}; pruned {pruned} expired traces)")
-    configure_json_logging()
+    logging.getLogger("citedocs.serve").info(
+        f"citedocs on http://{host}:{port} (API docs: /docs; {auth})", extra={"pruned_traces": pruned}
+    )
     uvicorn.run(application, host=host, port=port, log_config=None, access_log=False)
 
 

@@ -97,9 +97,25 @@ SETTINGS: dict[str, Setting] = {
     "thresholds": Setting("CITEDOCS_THRESHOLDS", None, str, "path of a thresholds.toml to use instead of the bundled one"),
     "auth": Setting("CITEDOCS_AUTH", "off", _choice("off", "required"), "off | required (API keys)"),
     "rate_limit_per_minute": Setting(
-        "CITEDOCS_RATE_LIMIT_PER_MINUTE", 120, _positive_int, "requests per minute per API key (per client IP with auth off); 0 = no limit"
+        "CITEDOCS_RATE_LIMIT_PER_MINUTE",
+        None,
+        _positive_int,
+        "requests per minute per API key (per client IP with auth off); 0 = no limit; "
+        "default: a fair share of the measured capacity of this machine's cores (see capacity.py)",
+    ),
+    "max_in_flight": Setting(
+        "CITEDOCS_MAX_IN_FLIGHT", None, _at_least_one, "requests one server process works on at once; default: the core count"
+    ),
+    "max_queue": Setting(
+        "CITEDOCS_MAX_QUEUE", None, _positive_int, "requests that may wait for a slot; beyond: 503 overloaded; default: 2 x max_in_flight"
+    ),
+    "max_queue_wait_s": Setting(
+        "CITEDOCS_MAX_QUEUE_WAIT_S", 5.0, _positive_float, "longest a request waits for a slot before 503 overloaded"
     ),
     "max_body_bytes": Setting("CITEDOCS_MAX_BODY_BYTES", 65536, _positive_int, "largest accepted request body"),
+    "max_file_bytes": Setting(
+        "CITEDOCS_MAX_FILE_BYTES", 2_000_000, _at_least_one, "largest docs file ingest reads (the largest shared doc is 105 kB)"
+    ),
     "retention_days": Setting("CITEDOCS_RETENTION_DAYS", 30, _positive_int, "days traces and feedback are kept"),
 }
 

@@ -85,7 +85,9 @@ class BiEncoder:
         unit-length contextual vectors of its first ``max_tokens`` word pieces ([CLS]/[SEP] dropped),
         which late-interaction reranking matches against a query's."""
         with self._lock:
-            outputs = self._model.encode(texts, output_value=None, batch_size=batch_size, convert_to_numpy=False)
+            outputs = self._model.encode(
+                texts, output_value=None, batch_size=batch_size, convert_to_numpy=False, show_progress_bar=False
+            )
         pairs = []
         for out in outputs:
             sentence = out["sentence_embedding"].float().numpy()

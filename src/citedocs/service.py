@@ -145,11 +145,13 @@ class Services:
         admission: Path | None = None,
         report_path: Path | None = None,
         format: str | None = None,
+        max_file_bytes: int | None = None,
     ) -> IngestReport:
         """Ingest under the given (else remembered, else default) admission policy; write the admission report.
 
         The docs format and base URL come from the flags, else from the corpus's previous ingest, else
-        from detecting the folder's site generator (``ingest.detect``); the report says which."""
+        from detecting the folder's site generator (``ingest.detect``); the report says which. Files over
+        ``max_file_bytes`` (default: the max_file_bytes setting) are reported, not read."""
         check_name("tenant", tenant)
         existing = self.store.get_corpus(corpus)
         if existing is not None and existing.tenant != tenant:  # checked again inside the write transaction
@@ -166,7 +168,16 @@ class Services:
             )
         policy = resolve_policy(corpus, admission)
         report = ingest_corpus(
-            self.store, self.encoder, plan.docs_dir, corpus, plan.base_url, progress, policy, tenant, readers[plan.format]
+            self.store,
+            self.encoder,
+            plan.docs_dir,
+            corpus,
+            plan.base_url,
+            progress,
+            policy,
+            tenant,
+            readers[plan.format],
+            max_file_bytes=max_file_bytes,
         )
         report.plan = plan.describe()
         remember_policy(corpus, policy)

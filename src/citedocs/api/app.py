@@ -10,19 +10,20 @@ from typing import Annotated
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.exceptions import HTTPException
 
 from .. import __version__, config
 from ..auth import AuthError, RateLimited, RateLimiter
+from ..capacity import capacity
 from ..contract import AskRequest, AskResponse, ErrorBody, FeedbackRequest
 from ..service import EmptyQuestion, Services, UnknownCorpus, UnknownTrace
-from .middleware import BodyLimit, RequestLog
+from .middleware import BodyLimit, ConcurrencyGate, RequestLog, SecurityHeaders
+from .openapi import BODY_ERRORS, ERRORS, GUARDED, EventStream, complete_openapi, framework_error
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "ui" / "static"
-ERRORS = {404: {"model": ErrorBody}, 422: {"model": ErrorBody}}
-GUARDED = {401: {"model": ErrorBody}, 403: {"model": ErrorBody}, 429: {"model": ErrorBody}}
 
 
 def _error(status: int, error: str, detail: str, headers: dict | None = None) -> JSONResponse:
@@ -67,10 +68,19 @@ def create_app(services: Services | None = None) -> FastAPI:
     )
     app.state.services = services
     app.state.auth_required = config.setting("auth") == "required"
-    app.state.limiter = RateLimiter(config.setting("rate_limit_per_minute"))
+    limits = capacity()
+    app.state.limiter = RateLimiter(limits.rate_limit_per_minute)
+    complete_openapi(app)
 
     def svc() -> Services:
         return _services(app)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        """Unknown routes and methods, and bodies that cannot be read, answer in the {error, detail} shape."""
+        allow = (exc.headers or {}).get("Allow")
+        error, detail = framework_error(exc.status_code, request.method, request.url.path, allow)
+        return _error(exc.status_code, error, detail, exc.headers)
 
     @app.exception_handler(AuthError)
     async def unauthorized(_: Request, exc: AuthError) -> JSONResponse:
@@ -124,14 +134,14 @@ def create_app(services: Services | None = None) -> FastAPI:
             ],
         }
 
-    @app.post("/ask", response_model=AskResponse, responses={**ERRORS, **GUARDED})
+    @app.post("/ask", response_model=AskResponse, responses={**BODY_ERRORS, **ERRORS, **GUARDED})
     def ask(body: AskRequest, request: Request, tenant: Tenant) -> AskResponse:
         response = svc().ask(body, tenant)
         request.state.trace_id = response.trace_id
         return response
 
-    @app.post("/ask/stream", responses={**ERRORS, **GUARDED})
-    def ask_stream(body: AskRequest, request: Request, tenant: Tenant) -> StreamingResponse:
+    @app.post("/ask/stream", response_class=EventStream, responses={**BODY_ERRORS, **ERRORS, **GUARDED})
+    def ask_stream(body: AskRequest, request: Request, tenant: Tenant) -> EventStream:
         """Server-Sent Events: `sentence` events as sentences pass validation, then one `final` event."""
         events = svc().ask_events(body, tenant)  # validation errors surface here, before streaming starts
 
@@ -144,13 +154,13 @@ def create_app(services: Services | None = None) -> FastAPI:
                     request.state.trace_id = event.response.trace_id
                     yield f"event: final\ndata: {event.response.model_dump_json()}\n\n"
 
-        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+        return EventStream(stream(), headers={"Cache-Control": "no-cache"})
 
     @app.get("/traces/{trace_id}", responses={404: {"model": ErrorBody}, **GUARDED})
     def get_trace(trace_id: str, tenant: Tenant):
         return svc().trace(trace_id, tenant)
 
-    @app.post("/traces/{trace_id}/feedback", responses={**ERRORS, **GUARDED})
+    @app.post("/traces/{trace_id}/feedback", responses={**BODY_ERRORS, **ERRORS, **GUARDED})
     def feedback(trace_id: str, body: FeedbackRequest, tenant: Tenant):
         svc().add_feedback(trace_id, body.verdict, body.comment, tenant)
         return {"status": "stored", "trace_id": trace_id, "verdict": body.verdict}
@@ -163,5 +173,12 @@ def create_app(services: Services | None = None) -> FastAPI:
             return FileResponse(STATIC_DIR / "index.html")
 
     app.add_middleware(BodyLimit, max_bytes=config.setting("max_body_bytes"))
-    app.add_middleware(RequestLog)  # outermost: sees the 413s too
+    app.add_middleware(  # outside the body limit: an overloaded server refuses before reading a body
+        ConcurrencyGate,
+        max_in_flight=limits.max_in_flight,
+        max_queue=limits.max_queue,
+        max_wait_s=limits.max_queue_wait_s,
+    )
+    app.add_middleware(SecurityHeaders)
+    app.add_middleware(RequestLog)  # outermost: sees the 413s and 503s too
     return app

@@ -20,7 +20,7 @@ import yaml
 from .. import config
 
 DEFAULT_INCLUDE = ("*.md", "*.mdx", "*.markdown", "*.rst", "*.html", "*.htm")  # every reader's sources; the reader picks its own
-_POLICY_KEYS = {"include", "exclude", "frontmatter", "require_approval", "approvals"}
+_POLICY_KEYS = {"include", "exclude", "frontmatter", "require_approval", "approvals", "allowed_hosts", "approved_sentences"}
 _RULE_KEYS = {"field", "equals", "action"}
 _FRONTMATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---\r?$", re.S | re.M)
 
@@ -61,6 +61,10 @@ class AdmissionPolicy:
     require_approval: bool = False
     approvals_file: Path | None = None  # None when approvals are inline (or absent)
     approvals: dict[str, str] = field(default_factory=dict)  # path -> sha256 of the file bytes
+    # Planted-instruction screen (see planted.py): hosts whose fetch-and-run commands are legitimate
+    # (the corpus's own site always is), and flagged sentences approved by their sha256.
+    allowed_hosts: tuple[str, ...] = ()
+    approved_sentences: frozenset[str] = frozenset()
 
     def decide(self, path: str, data: bytes) -> AdmissionDecision:
         if not any(fnmatchcase(path, g) for g in self.include):
@@ -141,6 +145,16 @@ def _approval_table(policy_path: Path, data: object, where: str) -> dict[str, st
     return dict(data)
 
 
+def _digests(path: Path, value: object) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and re.fullmatch(r"[0-9a-f]{64}", v) for v in value):
+        raise _fail(
+            path,
+            f"`approved_sentences` must be a list of sha256 hex digests, got {value!r}",
+            "Copy the sha256 of a flagged sentence from the admission report.",
+        )
+    return value
+
+
 def load_policy(path: Path) -> AdmissionPolicy:
     """Read and check a policy file; raises PolicyError naming the file, the problem and the fix."""
     path = path.resolve()
@@ -171,6 +185,8 @@ def load_policy(path: Path) -> AdmissionPolicy:
         require_approval=require,
         approvals_file=approvals_file,
         approvals=table,
+        allowed_hosts=_strings(path, data, "allowed_hosts", ()),
+        approved_sentences=frozenset(_digests(path, data.get("approved_sentences", []))),
     )
 
 

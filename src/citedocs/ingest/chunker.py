@@ -25,6 +25,7 @@ from pathlib import Path
 from ..types import Chunk, ChunkId
 from .budget import PieceBudget, embedder_budget
 from .document import Block, ParsedPage, estimate_tokens
+from .planted import FlaggedSentence, Screen
 from .readers import Reader, SourceFile
 from .readers.mdx import MDX
 
@@ -41,6 +42,7 @@ Measure = Callable[[str], int]  # word pieces of a text
 class ParsedDocument:
     page: ParsedPage
     chunks: list[Chunk]
+    withheld: tuple[FlaggedSentence, ...] = ()  # planted instructions kept out of the chunks
 
     @property
     def doc_path(self) -> str:
@@ -231,8 +233,17 @@ def chunk_page(page: ParsedPage, budget: PieceBudget | None = None) -> list[Chun
 
 
 def chunk_document(
-    doc_path: str, source: str, base_url: str, reader: Reader = MDX, root: Path | None = None
+    doc_path: str,
+    source: str,
+    base_url: str,
+    reader: Reader = MDX,
+    root: Path | None = None,
+    screen: Screen | None = None,
 ) -> ParsedDocument:
-    """Read one page and return its chunks. Raises DocumentError for pages that cannot be used."""
+    """Read one page and return its chunks, without the sentences ``screen`` flags as planted
+    instructions. Raises DocumentError for pages that cannot be used."""
     page = reader.read(SourceFile(rel_path=doc_path, text=source, root=root or Path("."), base_url=base_url))
-    return ParsedDocument(page=page, chunks=chunk_page(page))
+    withheld: list[FlaggedSentence] = []
+    if screen is not None:
+        page, withheld = screen.withhold(page)
+    return ParsedDocument(page=page, chunks=chunk_page(page), withheld=tuple(withheld))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from urllib.parse import quote
 
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 
@@ -51,11 +52,17 @@ class ParsedPage:
 
 
 def page_path(doc_path: str) -> str:
-    """``guides/deploy/index.mdx`` -> ``guides/deploy``; ``getting-started.mdx`` -> ``getting-started``."""
+    """``guides/deploy/index.mdx`` -> ``guides/deploy``; ``getting-started.mdx`` -> ``getting-started``.
+
+    Percent-encoded (``my notes [v2].md`` -> ``my%20notes%20%5Bv2%5D``): the result is both the
+    page part of chunk ids, which answers cite in ``[...]`` markers, and part of the page's URL, so
+    it must be URL-safe and free of spaces, brackets and newlines whatever the file is called.
+    Plain names are unchanged, so existing ids stay stable.
+    """
     path = PurePosixPath(doc_path).with_suffix("")
     if path.name == "index" and str(path.parent) != ".":
         path = path.parent
-    return str(path)
+    return quote(str(path), safe="/-._~")
 
 
 def directory_url(base_url: str, doc_path: str) -> str:

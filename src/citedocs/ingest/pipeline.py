@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .. import config
 from ..config import DEFAULT_TENANT
 from ..encoders import LATE_INTERACTION_TOKENS, BiEncoder
 from ..index.store import ChunkVectors, CorpusInfo, DocumentRecord, IngestChanges, Store
 from ..types import Chunk, ChunkId, content_hash
 from .admission import AdmissionDecision, AdmissionPolicy
+from .boundary import OutsideRoot, inside, walk_docs
 from .chunker import CHUNKER_VERSION, chunk_document
 from .document import DocumentError
+from .planted import FlaggedSentence, Screen
 from .readers import Reader
 from .readers.mdx import MDX
 
@@ -45,6 +49,7 @@ class IngestReport:
     notes: list[str] = field(default_factory=list)  # "<path>: <what the reader dropped or could not resolve>"
     plan: str = ""  # the format, base URL and folder read, and why (set by the service that chose them)
     admission: list[AdmissionDecision] = field(default_factory=list)  # one per file seen
+    flagged: list[FlaggedSentence] = field(default_factory=list)  # planted instructions withheld from the chunks
     policy: str = "default"  # the admission policy file, or "default"
     admission_report: Path | None = None  # where the admission report was written
     version: str = ""
@@ -68,11 +73,13 @@ class IngestReport:
             "admitted": sum(d.admitted for d in outcomes),
             "rejected": dict(self.rejected_by_reason()),
             "files": [asdict(d) for d in outcomes],
+            "flagged_sentences": [asdict(f) for f in self.flagged],
         }
         path.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
 
 
 ProgressFn = Callable[[str, int, int], None]  # (phase, done, total)
+_FRONTMATTER = re.compile(r"\A---\r?\n.*?\r?\n---\r?\n", re.S)
 
 
 def _decode(path: Path, data: bytes) -> str:
@@ -89,18 +96,37 @@ def corpus_version(hashes: dict[ChunkId, str]) -> str:
 
 
 def find_documents(source_dir: Path, reader: Reader = MDX) -> list[Path]:
+    return _walk(source_dir, reader)[0]
+
+
+def _walk(source_dir: Path, reader: Reader) -> tuple[list[Path], list[OutsideRoot]]:
+    """The docs files inside ``source_dir``, and the links that lead out of it (never read)."""
     kinds = ", ".join(f"*{s}" for s in reader.suffixes)
     if not source_dir.exists():
         raise IngestError(f"folder not found: {source_dir}. Pass the folder that holds your docs ({kinds}).")
     if not source_dir.is_dir():
         raise IngestError(f"not a folder: {source_dir}. Pass the folder that holds your docs ({kinds}).")
-    files = sorted(p for p in source_dir.rglob("*") if p.is_file() and p.suffix.lower() in reader.suffixes)
+    files, outside = walk_docs(source_dir, tuple(reader.suffixes))
     if not files:
         raise IngestError(
             f"no {reader.label} files ({kinds}) under {source_dir}; nothing was changed. "
             "Check the path, or name the docs format with --format."
         )
-    return files
+    return files, outside
+
+
+def _too_large(size: int, limit: int) -> str:
+    return (
+        f"too_large: {size:,} bytes, over the {limit:,}-byte limit; split the file, or raise the limit "
+        "with --max-file-size / max_file_bytes"
+    )
+
+
+def _no_chunks(text: str) -> DocumentError:
+    return DocumentError(
+        f"no text could be extracted from its {len(text):,} characters (e.g. lists or quotes nested deeper "
+        "than the Markdown parser follows); flatten the structure so it can be cited"
+    )
 
 
 def ingest_corpus(
@@ -113,30 +139,45 @@ def ingest_corpus(
     policy: AdmissionPolicy = AdmissionPolicy(),
     tenant: str = DEFAULT_TENANT,
     reader: Reader = MDX,
+    max_file_bytes: int | None = None,
 ) -> IngestReport:
-    """Parse changed files, embed changed chunks, then write everything in one transaction."""
+    """Parse changed files, embed changed chunks, then write everything in one transaction.
+
+    Files larger than ``max_file_bytes`` (default: the max_file_bytes setting) are not read."""
+    limit = max_file_bytes or config.setting("max_file_bytes")
     started = datetime.now(timezone.utc)
     if not corpus or not corpus.replace("-", "").replace("_", "").isalnum():
         raise IngestError(f"invalid corpus name {corpus!r}: use letters, digits, '-' or '_'")
     if not base_url.startswith(("http://", "https://")):
         raise IngestError(f"--base-url must be an http(s) URL, got {base_url!r}")
-    files = find_documents(source_dir, reader)
+    files, outside = _walk(source_dir, reader)
+    screen = Screen.for_corpus(base_url, policy.allowed_hosts, policy.approved_sentences)
     pipeline = (
         f"{reader.name}-{reader.version}+chunker-{CHUNKER_VERSION}+{encoder.name}+tokens{LATE_INTERACTION_TOKENS}"
+        f"+screen-{screen.fingerprint()}"
     )
     previous = store.get_corpus(corpus)
     rebuild = previous is None or previous.pipeline != pipeline or previous.base_url != base_url
     old_docs = {} if rebuild else store.documents(corpus)
     old_hashes = {} if rebuild else store.chunk_hashes(corpus)
 
-    report = IngestReport(corpus=corpus, files_seen=len(files), policy=str(policy.source or "default"))
+    report = IngestReport(corpus=corpus, files_seen=len(files) + len(outside), policy=str(policy.source or "default"))
+    report.admission.extend(AdmissionDecision(o.link, False, o.reason) for o in outside)
     new_docs: dict[str, DocumentRecord] = {}
     fresh_chunks: dict[ChunkId, Chunk] = {}
     kept_ids: set[ChunkId] = set()
     entries = []
     for path in files:
+        rel = path.relative_to(source_dir).as_posix()
+        if not inside(path, source_dir):  # re-checked at read time: a link swapped since the walk
+            report.admission.append(AdmissionDecision(rel, False, OutsideRoot(rel, str(path.resolve())).reason))
+            continue
+        size = path.stat().st_size
+        if size > limit:
+            report.admission.append(AdmissionDecision(rel, False, _too_large(size, limit)))
+            continue
         data = path.read_bytes()
-        decision = policy.decide(path.relative_to(source_dir).as_posix(), data)
+        decision = policy.decide(rel, data)
         report.admission.append(decision)
         if not decision.admitted:  # not in new_docs: its chunks are removed in the same transaction
             continue
@@ -152,7 +193,10 @@ def ingest_corpus(
             kept_ids.update(old.chunk_ids)
         else:
             try:
-                parsed = chunk_document(rel, _decode(path, data), base_url, reader, source_dir)
+                text = _decode(path, data)
+                parsed = chunk_document(rel, text, base_url, reader, source_dir, screen)
+                if not parsed.chunks and not parsed.withheld and re.search(r"\w", _FRONTMATTER.sub("", text, count=1)):
+                    raise _no_chunks(text)
                 clash = [c.id for c in parsed.chunks if c.id in fresh_chunks or c.id in claimed]
                 if clash:
                     raise DocumentError(f"its chunk ids clash with another file's (e.g. {clash[0]})")
@@ -164,6 +208,7 @@ def ingest_corpus(
             else:
                 report.files_parsed += 1
                 report.notes.extend(f"{rel}: {note}" for note in parsed.page.notes)
+                report.flagged.extend(parsed.withheld)
                 fresh_chunks.update((c.id, c) for c in parsed.chunks)
                 new_docs[rel] = DocumentRecord(rel, file_hash, tuple(c.id for c in parsed.chunks))
         if progress:

@@ -22,12 +22,19 @@ from . import SourceFile
 from .jsx import JsxTag, parse_jsx_tag
 
 _ASIDE_COMPONENTS = {"aside", "callout", "admonition"}
+# Elements whose content is code or styling for the browser, never prose (HTML comments are dropped too).
+_RAW_TEXT_ELEMENTS = {"script", "style"}
 
 
 def _render_inline(token: Token) -> str:
     out: list[str] = []
+    hidden = 0  # inside an inline <script> or <style>
     for child in token.children or []:
-        if child.type == "text":
+        if child.type == "html_inline" and parse_jsx_tag(child.content).name.lower() in _RAW_TEXT_ELEMENTS:
+            hidden = max(0, hidden + (-1 if child.content.startswith("</") else 1))
+        elif hidden:
+            continue
+        elif child.type == "text":
             out.append(child.content)
         elif child.type == "code_inline":
             out.append(f"`{child.content}`")
@@ -58,6 +65,7 @@ class _Renderer:
 
     def __init__(self) -> None:
         self.jsx_depth = 0
+        self.raw_element: str | None = None  # "script" or "style" while inside one: nothing is text
         self._lines: list[str] = []
         self._prefix_stack: list[str] = []
         self._list_stack: list[list[int | None]] = []  # [next number or None for bullets]
@@ -90,6 +98,14 @@ class _Renderer:
 
     def feed(self, token: Token) -> None:
         kind = token.type
+        if self.raw_element and kind != "jsx_tag":
+            # the closing tag may be inline HTML of the paragraph above it, or swallowed by an
+            # `import` line's block; a heading always ends it, so an unclosed tag loses one section at most
+            closed = f"</{self.raw_element}" in token.content.lower() or kind == "heading_open"
+            if closed:
+                self.raw_element = None
+            if kind != "heading_open":
+                return
         if kind == "inline":
             if self._row is not None:
                 self._row.append(_render_inline(token).strip())
@@ -152,7 +168,11 @@ class _Renderer:
             self._feed_jsx(token.meta["tag"])
 
     def _feed_jsx(self, tag: JsxTag) -> None:
-        if tag.kind == "open":
+        if tag.name.lower() in _RAW_TEXT_ELEMENTS:
+            self.raw_element = tag.name.lower() if tag.kind == "open" else None
+        elif self.raw_element:
+            return
+        elif tag.kind == "open":
             self.jsx_depth += 1
             if tag.name.lower() in _ASIDE_COMPONENTS:
                 label = tag.attrs.get("title") or tag.attrs.get("type", "note").capitalize()

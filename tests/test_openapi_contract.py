@@ -1,0 +1,108 @@
+"""The OpenAPI document is the truth: every status a route answers is declared in the
+{error, detail} shape, and schemathesis finds nothing against a real `citedocs serve`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from citedocs.api.app import create_app
+
+from conftest import running_server
+
+# The checks CI holds the server to; any finding fails the test.
+CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
+SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"
+
+
+def client_for(services, monkeypatch, **settings: str) -> TestClient:
+    for name, value in settings.items():
+        monkeypatch.setenv(name, value)
+    return TestClient(create_app(services))
+
+
+@pytest.fixture
+def client(tenant_services, monkeypatch) -> TestClient:
+    return client_for(tenant_services, monkeypatch, CITEDOCS_CORPUS="acme-docs")
+
+
+def assert_error_shape(response, status: int, error: str) -> None:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/json"
+    body = response.json()
+    assert set(body) == {"error", "detail"} and body["error"] == error and body["detail"]
+
+
+def test_unknown_route_and_method_answer_in_the_error_shape(client):
+    assert_error_shape(client.get("/no/such/route"), 404, "not_found")
+    wrong_method = client.put("/ask", json={"question": "hi"})
+    assert_error_shape(wrong_method, 405, "method_not_allowed")
+    assert "POST" in wrong_method.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(b'{"question": "\xff\xfe is not UTF-8"}', id="invalid-utf8"),
+        pytest.param(b'{"question": "x", "history": ' + b"[" * 5000 + b"]" * 5000 + b"}", id="nested-too-deep"),
+    ],
+)
+@pytest.mark.parametrize("route", ["/ask", "/ask/stream"])
+def test_unreadable_body_is_a_declared_400_in_the_error_shape(client, route, body):
+    response = client.post(route, content=body, headers={"content-type": "application/json"})
+    assert_error_shape(response, 400, "unreadable_body")
+    assert "UTF-8" in response.json()["detail"]
+
+
+def test_every_error_status_is_declared_as_the_error_body(client):
+    paths = client.get("/openapi.json").json()["paths"]
+    error_body = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+    for route in ("/ask", "/ask/stream"):
+        responses = paths[route]["post"]["responses"]
+        assert {"400", "401", "403", "404", "413", "422", "429", "503"} <= set(responses)
+        for status, response in responses.items():
+            if status != "200":
+                assert response["content"] == error_body, (route, status)
+    assert "503" in paths["/corpora"]["get"]["responses"]
+
+
+def test_stream_is_declared_as_server_sent_events(client):
+    declared = client.get("/openapi.json").json()["paths"]["/ask/stream"]["post"]["responses"]["200"]["content"]
+    assert list(declared) == ["text/event-stream"]
+    assert {"sentence", "final"} == {e["properties"]["event"]["const"] for e in declared["text/event-stream"]["itemSchema"]["oneOf"]}
+
+
+def test_bearer_scheme_is_declared_when_keys_are_required(tenant_services, monkeypatch):
+    guarded = client_for(tenant_services, monkeypatch, CITEDOCS_AUTH="required").get("/openapi.json").json()
+    assert guarded["components"]["securitySchemes"]["bearer"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "An API key from `citedocs keys create`.",
+    }
+    assert guarded["paths"]["/ask"]["post"]["security"] == [{"bearer": []}]
+    assert "security" not in guarded["paths"]["/healthz"]["get"]
+    open_server = client_for(tenant_services, monkeypatch, CITEDOCS_AUTH="off").get("/openapi.json").json()
+    assert "securitySchemes" not in open_server.get("components", {})
+
+
+@pytest.mark.parametrize("auth", ["off", "required"])
+def test_schemathesis_finds_nothing_against_a_real_server(tenant_services, tmp_path, auth):
+    """Property-based requests (bounded: a few hundred per run) against `citedocs serve`."""
+    home = tenant_services.store.path.parent
+    headers = []
+    if auth == "required":
+        headers = ["-H", f"Authorization: Bearer {tenant_services.create_key('acme', 'schemathesis')[1]}"]
+    env = {"CITEDOCS_BACKEND": "extractive", "CITEDOCS_AUTH": auth, "CITEDOCS_CORPUS": "acme-docs"}
+    # No rate limit: the run must reach the routes, not only the (declared) 429.
+    with running_server(home, **env, CITEDOCS_RATE_LIMIT_PER_MINUTE="0") as (base, _):
+        run = subprocess.run(
+            [str(SCHEMATHESIS), "run", f"{base}/openapi.json", "--checks", CHECKS, "--max-examples", "8",
+             "--seed", "1", "--workers", "2", "--request-timeout", "60", *headers],
+            cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+    assert "No issues found" in run.stdout
