@@ -195,7 +195,8 @@ def ingest_corpus(
             try:
                 text = _decode(path, data)
                 parsed = chunk_document(rel, text, base_url, reader, source_dir, screen)
-                if not parsed.chunks and not parsed.withheld and re.search(r"\w", _FRONTMATTER.sub("", text, count=1)):
+                unexplained = not parsed.withheld and not parsed.page.notes  # a note says why text was dropped
+                if not parsed.chunks and unexplained and re.search(r"\w", _FRONTMATTER.sub("", text, count=1)):
                     raise _no_chunks(text)
                 clash = [c.id for c in parsed.chunks if c.id in fresh_chunks or c.id in claimed]
                 if clash:
