@@ -15,8 +15,8 @@ demo:  ## index the bundled Astro docs (incremental) and answer a question, no s
 test:  ## the whole suite, including real-browser UI tests and the release gate on the dev set
 	$(VENV)/bin/python -m pytest
 
-eval:  ## the dev-set eval with the deterministic backend, against the issue's targets
-	$(VENV)/bin/citedocs eval ../shared/evals/astro-dev.jsonl --backend extractive --out eval-out --gate gates/targets.toml
+eval:  ## every shared corpus ingested (format detected), then retrieval + answer evals on its dev set (Astro gated)
+	nice -n 10 $(VENV)/bin/python scripts/eval_all.py --out eval-out
 
 bench:
 	$(VENV)/bin/python benchmarks/bench_ingest_retrieval.py --out benchmarks/results.json

@@ -16,6 +16,7 @@ from rich.table import Table
 from . import config
 from .eval.cases import CaseFileError
 from .ingest.admission import PolicyError
+from .ingest.crawl import CrawlSettings, is_url
 from .index.store import StoreUnavailable
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Cited answers from your docs, or an honest refusal.")
@@ -31,6 +32,10 @@ AdmissionOpt = Annotated[
     typer.Option(help="Admission policy (TOML); remembered for the corpus, so later runs may omit it."),
 ]
 CorpusOpt = Annotated[str, typer.Option("--corpus", "-c", help="Corpus name.", envvar="CITEDOCS_CORPUS")]
+EvalCorpusOpt = Annotated[
+    Optional[str],
+    typer.Option("--corpus", "-c", help="Corpus name (default: from the case file's name, <corpus>-dev.jsonl, if indexed)."),
+]
 RETENTION_EVERY_S = 6 * 3600  # `serve` prunes expired traces at start and then this often
 TenantOpt = Annotated[str, typer.Option("--tenant", "-t", help="Tenant that owns the corpus / key.")]
 
@@ -44,6 +49,17 @@ def _services():
     from .service import Services
 
     return Services.open()
+
+
+def _print_crawl(crawled) -> None:
+    for problem in crawled.problems():
+        err.print(f"[yellow]{problem.outcome}[/] {problem.url}: {problem.detail}")
+    counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(crawled.counts().items())) or "nothing"
+    more = f"; stopped at --max-pages with URLs left" if crawled.truncated else ""
+    console.print(
+        f"crawled {crawled.scope} in {crawled.seconds:.1f}s: {counts}{more}; "
+        f"mirror {crawled.folder}, per-URL report {crawled.folder.parent / 'report.json'}"
+    )
 
 
 PHASE_LABELS = {"parse": "parsing files", "embed": "embedding chunks"}
@@ -84,34 +100,62 @@ def ingest_progress() -> Iterator[Callable[[str, int, int], None]]:
         yield report
 
 
+def _print_crawl(crawled) -> None:
+    for problem in crawled.problems():
+        err.print(f"[yellow]{problem.outcome}[/] {problem.url}: {problem.detail}")
+    counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(crawled.counts().items())) or "nothing"
+    more = "; stopped at --max-pages with URLs left" if crawled.truncated else ""
+    console.print(
+        f"crawled {crawled.scope} in {crawled.seconds:.1f}s: {counts}{more}; "
+        f"mirror {crawled.folder}, per-URL report {crawled.folder.parent / 'report.json'}"
+    )
+
+
 def _run_ingest(
-    source: Path,
+    source: Path | str,
     corpus: str,
-    base_url: str,
+    base_url: str | None,
     tenant: str = config.DEFAULT_TENANT,
     admission: Path | None = None,
     admission_report: Path | None = None,
+    docs_format: str | None = None,
     max_file_size: int | None = None,
+    crawl_settings: CrawlSettings | None = None,
 ) -> None:
+    """Ingest a folder, or with ``crawl_settings`` crawl the site at ``source`` and ingest its mirror."""
     from .index.store import CorpusOwnedByOtherTenant
+    from .ingest.crawl import CrawlError
     from .ingest.pipeline import IngestError
     from .service import InvalidName
 
     services = _services()
     with ingest_progress() as report:
         try:
-            result = services.ingest(source, corpus, base_url, report, tenant, admission, admission_report, max_file_size)
-        except (IngestError, PolicyError, InvalidName, CorpusOwnedByOtherTenant) as exc:
+            if crawl_settings is not None:
+                crawled, result = services.crawl_and_ingest(
+                    str(source), corpus, crawl_settings, report, tenant, admission, admission_report
+                )
+            else:
+                result = services.ingest(
+                    Path(source), corpus, base_url, report, tenant, admission, admission_report, docs_format, max_file_size
+                )
+        except (IngestError, PolicyError, InvalidName, CorpusOwnedByOtherTenant, CrawlError) as exc:
             fail(str(exc))
+    if crawl_settings is not None:
+        _print_crawl(crawled)
+    err.print(f"read {result.plan}", highlight=False)
     for skipped in result.skipped:
         kept = " (previous version kept)" if skipped.kept_previous else ""
         err.print(f"[yellow]skipped[/] {skipped.path}: {skipped.reason}{kept}")
+    for note in result.notes:
+        err.print(f"[yellow]note[/] {note}", highlight=False)
+    noted = f", {len(result.notes)} notes on dropped content" if result.notes else ""
     for unread in result.admission:
         if unread.reason.startswith(("outside_root:", "too_large:")):
             err.print(f"[yellow]not read[/] {unread.path}: {unread.reason}", highlight=False)
     console.print(
         f"corpus [bold]{corpus}[/] version {result.version}: {result.files_seen} files "
-        f"({result.files_parsed} parsed, {len(result.skipped)} skipped); chunks: {result.added} added, "
+        f"({result.files_parsed} parsed, {len(result.skipped)} skipped){noted}; chunks: {result.added} added, "
         f"{result.changed} changed, {result.removed} removed, {result.unchanged} unchanged "
         f"in {result.seconds:.1f}s; owned by tenant {tenant}"
     )
@@ -131,21 +175,38 @@ def _run_ingest(
 
 @app.command()
 def ingest(
-    source: Annotated[Path, typer.Argument(help="Folder of .md/.mdx files.")],
+    source: Annotated[
+        str,
+        typer.Argument(help="Docs project or docs folder (MkDocs, VitePress, Docusaurus/Astro MDX, Sphinx, HTML), or an http(s) URL of a published docs site to crawl."),
+    ],
     corpus: CorpusOpt = config.ASTRO_CORPUS_NAME,
-    base_url: Annotated[str, typer.Option(help="Public URL the folder is served under.")] = config.ASTRO_BASE_URL,
+    base_url: Annotated[
+        Optional[str], typer.Option(help="Public URL the docs are served under (default: from the site's config, else remembered).")
+    ] = None,
+    docs_format: Annotated[
+        Optional[str],
+        typer.Option("--format", help="Docs format: mdx, mkdocs, vitepress, rst, html (default: detected, else remembered)."),
+    ] = None,
     tenant: TenantOpt = config.DEFAULT_TENANT,
     admission: AdmissionOpt = None,
     admission_report: Annotated[
         Optional[Path], typer.Option(help="Also write the admission report (JSON) here.")
     ] = None,
+    max_pages: Annotated[int, typer.Option(help="Crawl: stop after this many pages.")] = CrawlSettings.max_pages,
+    concurrency: Annotated[int, typer.Option(help="Crawl: requests in flight at once.")] = CrawlSettings.concurrency,
+    rate: Annotated[float, typer.Option(help="Crawl: requests per second at most.")] = CrawlSettings.rate,
+    timeout: Annotated[float, typer.Option(help="Crawl: seconds before a request is given up.")] = CrawlSettings.timeout_s,
     max_file_size: Annotated[
         Optional[int],
         typer.Option(min=1, help="Largest file read, in bytes; larger ones are reported, not read. Default: max_file_bytes setting."),
     ] = None,
 ) -> None:
-    """Index a docs folder (incremental: only changed chunks are re-embedded)."""
-    _run_ingest(source, corpus, base_url, tenant, admission, admission_report, max_file_size)
+    """Index a docs folder, or crawl a docs site (incremental: only changed chunks are re-embedded)."""
+    if is_url(source):
+        settings = CrawlSettings(max_pages=max_pages, concurrency=concurrency, rate=rate, timeout_s=timeout)
+        _run_ingest(source, corpus, None, tenant, admission, admission_report, crawl_settings=settings)
+    else:
+        _run_ingest(Path(source), corpus, base_url, tenant, admission, admission_report, docs_format, max_file_size)
 
 
 admission_app = typer.Typer(no_args_is_help=True, help="The admission registry: which docs may be evidence.")
@@ -169,6 +230,19 @@ def admission_approve(
     for rel, digest in pinned.items():
         console.print(f"approved {rel} sha256 {digest}")
     console.print(f"{len(pinned)} document(s) approved; run `citedocs ingest` to admit them")
+
+
+def _eval_corpus(services, cases: Path, corpus: str | None) -> str:
+    """``--corpus``, else the corpus the case file is named after if it is indexed, else the default."""
+    from .eval.cases import corpus_named_by
+
+    if corpus:
+        return corpus
+    named = corpus_named_by(cases)
+    if named in [c.name for c in services.corpora()]:
+        err.print(f"corpus {named} (named by {cases.name}; --corpus overrides)")
+        return named
+    return config.default_corpus()
 
 
 def _print_hits(result, as_json: bool) -> None:
@@ -232,7 +306,7 @@ RETRIEVAL_MODES = {
 @app.command("eval-retrieval")
 def eval_retrieval(
     cases: Annotated[Path, typer.Argument(help="JSONL case file.")],
-    corpus: CorpusOpt = config.ASTRO_CORPUS_NAME,
+    corpus: EvalCorpusOpt = None,
     modes: Annotated[str, typer.Option(help="Comma-separated: bm25,dense,hybrid,hybrid+rerank.")] = "hybrid+rerank",
     json_out: Annotated[Optional[Path], typer.Option(help="Write per-case rows and summaries here.")] = None,
 ) -> None:
@@ -250,7 +324,7 @@ def eval_retrieval(
     try:
         answerable = [c for c in load_cases(cases) if c.answerable]
         services = _services()
-        info = services.corpus(corpus)
+        info = services.corpus(_eval_corpus(services, cases, corpus))
     except (CaseFileError, UnknownCorpus) as exc:
         fail(str(exc))
     report: dict[str, dict] = {}
@@ -456,7 +530,7 @@ def keys_list(
 @app.command("eval")
 def eval_answers(
     cases: Annotated[Path, typer.Argument(help="JSONL case file (format: shared/evals/README.md).")],
-    corpus: CorpusOpt = config.ASTRO_CORPUS_NAME,
+    corpus: EvalCorpusOpt = None,
     backend: BackendOpt = None,
     out: Annotated[Path, typer.Option(help="Folder for rows.jsonl, summary.json, report.md/html.")] = Path("eval-out"),
     gate: Annotated[Optional[Path], typer.Option(help="Gate TOML: exit 1 and name every failing metric.")] = None,
@@ -471,7 +545,7 @@ def eval_answers(
     try:
         loaded = load_cases(cases)
         services = Services.open(backend=backend)
-        services.corpus(corpus)
+        corpus = services.corpus(_eval_corpus(services, cases, corpus)).name
         services.generator
     except (CaseFileError, UnknownCorpus, BackendConfigError) as exc:
         fail(str(exc))

@@ -15,7 +15,10 @@ from .encoders import BiEncoder, bi_encoder
 from .index import copy_corpus, open_store
 from .index.store import ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store
 from .ingest.admission import approve, default_report_path, remember_policy, resolve_policy
-from .ingest.pipeline import IngestReport, ProgressFn, find_documents, ingest_corpus
+from .ingest.crawl import CrawlReport, CrawlSettings, crawl, crawl_scope
+from .ingest.detect import plan_ingest, remembered_format
+from .ingest.pipeline import IngestError, IngestReport, ProgressFn, find_documents, ingest_corpus
+from .ingest.readers import available_readers
 from .retrieve.hybrid import HybridRetriever, RetrievalConfig, RetrievalResult
 from .retrieve.rerank import default_reranker
 from .ask import AskPipeline
@@ -136,29 +139,80 @@ class Services:
         self,
         source_dir: Path,
         corpus: str,
-        base_url: str,
+        base_url: str | None = None,
         progress: ProgressFn | None = None,
         tenant: str = config.DEFAULT_TENANT,
         admission: Path | None = None,
         report_path: Path | None = None,
+        format: str | None = None,
         max_file_bytes: int | None = None,
     ) -> IngestReport:
         """Ingest under the given (else remembered, else default) admission policy; write the admission report.
-        Files over ``max_file_bytes`` (default: the max_file_bytes setting) are reported, not read."""
+
+        The docs format and base URL come from the flags, else from the corpus's previous ingest, else
+        from detecting the folder's site generator (``ingest.detect``); the report says which. Files over
+        ``max_file_bytes`` (default: the max_file_bytes setting) are reported, not read."""
         check_name("tenant", tenant)
         existing = self.store.get_corpus(corpus)
         if existing is not None and existing.tenant != tenant:  # checked again inside the write transaction
             raise CorpusOwnedByOtherTenant(
                 f"corpus {corpus!r} belongs to tenant {existing.tenant!r}; pick another corpus name"
             )
+        remembered = (remembered_format(existing.pipeline), existing.base_url) if existing else None
+        plan = plan_ingest(source_dir, format, base_url, remembered, config.ASTRO_BASE_URL)
+        readers = available_readers()
+        if plan.format not in readers:
+            raise IngestError(
+                f"{plan.describe()}: this citedocs has no {plan.format!r} reader (available: "
+                f"{', '.join(sorted(readers))}); pass --format with one of those if the docs are in that format."
+            )
         policy = resolve_policy(corpus, admission)
         report = ingest_corpus(
-            self.store, self.encoder, source_dir, corpus, base_url, progress, policy, tenant, max_file_bytes=max_file_bytes
+            self.store,
+            self.encoder,
+            plan.docs_dir,
+            corpus,
+            plan.base_url,
+            progress,
+            policy,
+            tenant,
+            readers[plan.format],
+            max_file_bytes=max_file_bytes,
         )
+        report.plan = plan.describe()
         remember_policy(corpus, policy)
         report.admission_report = report_path or default_report_path(corpus)
         report.write_admission_report(report.admission_report)
         return report
+
+    def crawl_and_ingest(
+        self,
+        start_url: str,
+        corpus: str,
+        settings: CrawlSettings = CrawlSettings(),
+        progress: ProgressFn | None = None,
+        tenant: str = config.DEFAULT_TENANT,
+        admission: Path | None = None,
+        report_path: Path | None = None,
+    ) -> tuple[CrawlReport, IngestReport]:
+        """Mirror the site under ``start_url`` (see ingest/crawl.py), then ingest the mirror as HTML.
+
+        The mirror lives in ``<home>/crawl/<corpus>/``; its base URL is the start URL's folder, so
+        chunk URLs are the live pages' URLs. An unreachable site raises ``CrawlError`` before
+        anything is written, so the corpus keeps serving what it had.
+        """
+        check_name("corpus", corpus)
+        check_name("tenant", tenant)
+        existing = self.store.get_corpus(corpus)
+        if existing is not None and existing.tenant != tenant:
+            raise CorpusOwnedByOtherTenant(
+                f"corpus {corpus!r} belongs to tenant {existing.tenant!r}; pick another corpus name"
+            )
+        crawled = crawl(start_url, config.home() / "crawl" / corpus, settings)
+        report = self.ingest(
+            crawled.folder, corpus, crawl_scope(start_url), progress, tenant, admission, report_path, format="html"
+        )
+        return crawled, report
 
     def copy_index(self, target: str, corpora: list[str] | None = None) -> dict[str, int]:
         """Copy corpora (default: all) with their vectors to another store (a postgresql:// URL or a

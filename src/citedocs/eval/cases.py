@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
@@ -78,3 +79,10 @@ def load_cases(path: Path) -> list[EvalCase]:
     if not cases:
         raise CaseFileError(f"{path}: no cases")
     return cases
+
+
+def corpus_named_by(path: Path) -> str:
+    """The corpus a case file is about, from its name: ``mkdocs-material-dev.jsonl`` -> ``mkdocs-material``.
+
+    The shared dev sets are named ``<corpus>-dev.jsonl``; ``--corpus`` overrides."""
+    return re.sub(r"-(dev|test|holdout|extra)$", "", path.stem)

@@ -19,7 +19,7 @@ import yaml
 
 from .. import config
 
-DEFAULT_INCLUDE = ("*.md", "*.mdx", "*.markdown")
+DEFAULT_INCLUDE = ("*.md", "*.mdx", "*.markdown", "*.rst", "*.html", "*.htm")  # every reader's sources; the reader picks its own
 _POLICY_KEYS = {"include", "exclude", "frontmatter", "require_approval", "approvals", "allowed_hosts", "approved_sentences"}
 _RULE_KEYS = {"field", "equals", "action"}
 _FRONTMATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---\r?$", re.S | re.M)

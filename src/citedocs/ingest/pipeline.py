@@ -46,6 +46,8 @@ class IngestReport:
     removed: int = 0
     unchanged: int = 0
     skipped: list[SkippedFile] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # "<path>: <what the reader dropped or could not resolve>"
+    plan: str = ""  # the format, base URL and folder read, and why (set by the service that chose them)
     admission: list[AdmissionDecision] = field(default_factory=list)  # one per file seen
     flagged: list[FlaggedSentence] = field(default_factory=list)  # planted instructions withheld from the chunks
     policy: str = "default"  # the admission policy file, or "default"
@@ -205,6 +207,7 @@ def ingest_corpus(
                     kept_ids.update(old.chunk_ids)
             else:
                 report.files_parsed += 1
+                report.notes.extend(f"{rel}: {note}" for note in parsed.page.notes)
                 report.flagged.extend(parsed.withheld)
                 fresh_chunks.update((c.id, c) for c in parsed.chunks)
                 new_docs[rel] = DocumentRecord(rel, file_hash, tuple(c.id for c in parsed.chunks))

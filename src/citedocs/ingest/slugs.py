@@ -1,4 +1,5 @@
-"""GitHub-style heading slugs, matching the anchors the Astro docs site publishes."""
+"""Heading slugs as each site generator makes them: GitHub-style (Astro/Starlight), Python-Markdown
+(MkDocs) and VitePress; each with its own rule for repeated headings."""
 
 from __future__ import annotations
 
@@ -41,4 +42,63 @@ class Slugger:
             self._seen[base] += 1
             slug = f"{base}-{self._seen[base]}"
         self._seen.setdefault(slug, 0)
+        return slug
+
+
+def python_markdown_slug(text: str) -> str:
+    """Python-Markdown's ``toc`` slugify: NFKD to ASCII, drop all but word characters, spaces and
+    ``-``, lowercase, runs of spaces and ``-`` to one ``-`` (MkDocs sites)."""
+    value = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    value = re.sub(r"[^\w\s-]", "", value).strip().lower()
+    return re.sub(r"[-\s]+", "-", value)
+
+
+class PythonMarkdownSlugger:
+    """Per-page ids as Python-Markdown's ``toc`` assigns them: an explicit id (attribute list) is
+    kept as written, even when repeated; a slug that collides with any id on the page, explicit
+    ones included, gets ``_1``, ``_2`` (and an empty slug becomes ``_1``)."""
+
+    _COUNTED = re.compile(r"^(.*)_([0-9]+)$")
+
+    def __init__(self, explicit_ids: list[str]) -> None:
+        self._used = set(explicit_ids)
+
+    def slug(self, heading_text: str, explicit: str | None = None) -> str:
+        if explicit:
+            return explicit
+        slug = python_markdown_slug(heading_text)
+        while slug in self._used or not slug:
+            counted = self._COUNTED.match(slug)
+            slug = f"{counted.group(1)}_{int(counted.group(2)) + 1}" if counted else f"{slug}_1"
+        self._used.add(slug)
+        return slug
+
+
+_VITEPRESS_SPECIAL = re.compile(r"""[\s~`!@#$%^&*()\-_+=\[\]{}|\\;:"'“”‘’<>,.?/]+""")
+
+
+def vitepress_slug(text: str) -> str:
+    """VitePress's slugify (``@mdit-vue/shared``): NFKD without combining marks, every run of
+    whitespace and ASCII punctuation to one ``-``, trimmed, a leading digit prefixed with ``_``."""
+    value = re.sub(r"[\u0300-\u036f]", "", unicodedata.normalize("NFKD", text))
+    value = re.sub(r"[\u0000-\u001f]", "", value)
+    value = _VITEPRESS_SPECIAL.sub("-", value)
+    value = re.sub(r"-{2,}", "-", value).strip("-")
+    return re.sub(r"^(\d)", r"_\1", value).lower()
+
+
+class AnchorSlugger:
+    """Per-page ids as markdown-it-anchor (VitePress) assigns them, in heading order: a taken id
+    gets ``-1``, ``-2``, ... appended to the original slug."""
+
+    def __init__(self, slugify) -> None:
+        self._slugify = slugify
+        self._used: set[str] = set()
+
+    def slug(self, heading_text: str, explicit: str | None = None) -> str:
+        base = explicit or self._slugify(heading_text)
+        slug, n = base, 1
+        while slug in self._used:
+            slug, n = f"{base}-{n}", n + 1
+        self._used.add(slug)
         return slug

@@ -27,9 +27,13 @@ class Reader(Protocol):
 
 
 def available_readers() -> dict[str, Reader]:
+    from .html import HTML
     from .mdx import MDX
+    from .mkdocs import MKDOCS
+    from .rst import RST
+    from .vitepress import VITEPRESS
 
-    return {reader.name: reader for reader in (MDX,)}
+    return {reader.name: reader for reader in (MDX, MKDOCS, VITEPRESS, RST, HTML)}
 
 
 def reader_named(name: str) -> Reader:

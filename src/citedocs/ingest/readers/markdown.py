@@ -153,7 +153,8 @@ class _Renderer:
             self._lines.append("")
         elif kind.startswith("container_") and kind.endswith("_open"):
             name = kind[len("container_") : -len("_open")]
-            self._lines.append(f"{admonition_title(token.info, name)}:")
+            title = (token.meta or {}).get("title") or admonition_title(token.info, name)
+            self._lines.append(f"{title}:")
             self._prefix_stack.append("> ")
         elif kind.startswith("container_") and kind.endswith("_close"):
             self._prefix_stack.pop()
@@ -177,6 +178,8 @@ class _Renderer:
                 label = tag.attrs.get("title") or tag.attrs.get("type", "note").capitalize()
                 self._lines.append(f"{label}:")
                 self._prefix_stack.append("> ")
+            elif tag.name == "TabItem" and tag.attrs.get("label"):
+                self._lines.append(f"{tag.attrs['label']}:")  # the tab's label is the context of its body
         elif tag.kind == "close":
             self.jsx_depth = max(0, self.jsx_depth - 1)
             if tag.name.lower() in _ASIDE_COMPONENTS and self._prefix_stack:
@@ -203,6 +206,11 @@ def _parse_frontmatter(tokens: list[Token], doc_path: str) -> dict:
     return {}
 
 
+def _explicit_ids(tokens: list[Token]) -> list[str]:
+    """Ids a dialect's own rules set on headings (attribute lists), before any slug is made."""
+    return [str(t.attrGet("id")) for t in tokens if t.type == "heading_open" and t.attrGet("id")]
+
+
 def _sections(
     tokens: list[Token], split_heading_id: Callable[[str], tuple[str, str | None]], slugger: Slugger
 ) -> list[Section]:
@@ -215,6 +223,7 @@ def _sections(
         token = tokens[i]
         if token.type == "heading_open" and token.level == 0:
             text, explicit = split_heading_id(_heading_text(tokens[i + 1]))
+            explicit = token.attrGet("id") or explicit
             level = int(token.tag[1])
             anchor = slugger.slug(text, explicit)
             while stack and stack[-1][0] >= level:
@@ -243,7 +252,8 @@ def _sections(
             renderer.feed(block_token)
         text = renderer.take()
         if text:
-            sections[-1].blocks.append(Block(text=text, splittable_after=renderer.jsx_depth == 0))
+            keep_with_next = bool(token.meta and token.meta.get("keep_with_next"))
+            sections[-1].blocks.append(Block(text=text, splittable_after=renderer.jsx_depth == 0 and not keep_with_next))
         elif sections[-1].blocks:
             # a tag-only line: the boundary before it is open if no component encloses it
             sections[-1].blocks[-1].splittable_after = depth_before == 0 or renderer.jsx_depth == 0
@@ -267,26 +277,43 @@ class MarkdownReader:
     version: str
     parser: MarkdownIt
     split_heading_id: Callable[[str], tuple[str, str | None]]  # heading -> (text, explicit id)
-    new_slugger: Callable[[], Slugger]
-    page_url: Callable[[str, str], str]  # (base_url, doc_path) -> page URL
+    new_slugger: Callable[[list[str]], Slugger]  # given the page's explicit heading ids
+    page_url: Callable[[str, str, dict], str]  # (base_url, doc_path, frontmatter) -> page URL
+    # resolves includes before parsing: source -> (text, notes on what could not be resolved)
+    preprocess: Callable[[SourceFile], tuple[str, tuple[str, ...]]] = lambda source: (source.text, ())
+    frontmatter_text: Callable[[dict], list[str]] = lambda meta: []  # page text held in frontmatter
 
     def read(self, source: SourceFile) -> ParsedPage:
+        text, notes = self.preprocess(source)
+        env: dict = {"notes": [], "source": source}  # for block rules that read includes
         try:
-            tokens = self.parser.parse(source.text)
+            tokens = self.parser.parse(text, env)
         except Exception as exc:  # markdown-it is lenient; anything raised here is a real defect in the page
             raise DocumentError(f"Markdown parse failed: {exc}") from exc
         meta = _parse_frontmatter(tokens, source.rel_path)
-        stem = PurePosixPath(source.rel_path).stem
-        sections = _sections(tokens, self.split_heading_id, self.new_slugger())
+        sections = _sections(tokens, self.split_heading_id, self.new_slugger(_explicit_ids(tokens)))
         description = str(meta.get("description") or "")
-        if description:
-            sections[0].blocks.insert(0, Block(description))
+        intro = [Block(t) for t in ([description] if description else []) + self.frontmatter_text(meta)]
+        sections[0].blocks[:0] = intro
         return ParsedPage(
             doc_path=source.rel_path,
             page=page_path(source.rel_path),
-            url=self.page_url(source.base_url, source.rel_path),
-            title=str(meta.get("title") or stem.replace("-", " ").capitalize()),
+            url=self.page_url(source.base_url, source.rel_path, meta),
+            title=str(meta.get("title") or _first_h1(tokens, self.split_heading_id) or _title_from_name(source.rel_path)),
             description=description,
             frontmatter=meta,
             sections=sections,
+            notes=notes + tuple(env["notes"]),
         )
+
+
+def _first_h1(tokens: list[Token], split_heading_id: Callable[[str], tuple[str, str | None]]) -> str:
+    """The page's first ``#`` heading: MkDocs and VitePress take a page's title from it."""
+    for n, token in enumerate(tokens):
+        if token.type == "heading_open" and token.tag == "h1" and token.level == 0:
+            return split_heading_id(_heading_text(tokens[n + 1]))[0].strip()
+    return ""
+
+
+def _title_from_name(doc_path: str) -> str:
+    return PurePosixPath(doc_path).stem.replace("-", " ").capitalize()

@@ -15,6 +15,7 @@ markdown-it itself; the JSX lines become ``jsx_tag`` tokens the chunker can labe
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_block import StateBlock
@@ -132,14 +133,31 @@ def build_parser() -> MarkdownIt:
     return md
 
 
+def mdx_page_url(base_url: str, doc_path: str, meta: dict) -> str:
+    """Folder URLs, unless frontmatter moves the page: Docusaurus/Starlight ``slug`` (absolute from the
+    site root with a leading ``/``, else relative to the page's folder) or Docusaurus ``id`` (replaces
+    the file name)."""
+    slug, doc_id = meta.get("slug"), meta.get("id")
+    if isinstance(slug, str) and slug.strip():
+        slug = slug.strip()
+        folder = PurePosixPath(doc_path).parent
+        path = slug.strip("/") if slug.startswith("/") else str(folder / slug).strip("/").removeprefix("./")
+    elif isinstance(doc_id, str) and re.fullmatch(r"[\w.-]+", doc_id):
+        path = str(PurePosixPath(doc_path).parent / doc_id).removeprefix("./")
+    else:
+        return directory_url(base_url, doc_path)
+    base = base_url if base_url.endswith("/") else base_url + "/"
+    return f"{base}{path}/" if path not in ("", ".") else base
+
+
 MDX = MarkdownReader(
     name="mdx",
     label="Markdown/MDX",
     suffixes=(".md", ".mdx", ".markdown"),
-    version="5",  # 5: <script>/<style> contents are not text
+    version="6",  # 6: TabItem labels, frontmatter slug/id; <script>/<style> contents are not text
     parser=build_parser(),
     split_heading_id=split_explicit_id,
-    new_slugger=Slugger,
-    page_url=directory_url,
+    new_slugger=lambda _explicit_ids: Slugger(),
+    page_url=mdx_page_url,
 )
 """Docusaurus/Starlight-style MDX (the Astro docs): GitHub slugs, ``{#id}`` overrides, folder URLs."""

@@ -1,0 +1,223 @@
+"""Which docs format a folder is written in, and the public URL it is served under.
+
+``citedocs ingest PATH`` should need nothing else for a typical docs project, so the site
+generator is recognised from its own files: ``mkdocs.yml`` (its ``site_url`` and ``docs_dir``),
+``.vitepress/config.*``, ``docusaurus.config.*``, ``astro.config.*``, Sphinx's ``conf.py``, or a
+folder of built ``.html``. Without a generator config, the sources themselves are sniffed. Every
+decision carries the reason, so the CLI can say what it detected and why; ``--format`` and
+``--base-url`` override. Two generators in one folder is an error naming those flags, not a guess.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from .pipeline import IngestError
+
+FORMATS = ("mdx", "mkdocs", "vitepress", "rst", "html")
+_JS_SUFFIXES = (".js", ".ts", ".mjs", ".mts", ".cjs", ".cts")
+_SNIFF_FILES = 200  # enough files to tell dialects apart without reading a huge folder
+_MKDOCS_MARKS = re.compile(r'^\s*(?:(?:!!!|\?\?\?\+?)\s+\w|===\s+"|/// \w)|^#+ .*\{ ?[#:]', re.M)
+_VITEPRESS_MARKS = re.compile(r"^:{3,}\s*(?:tip|info|warning|danger|details|code-group)\b|^layout: home|^<<< @/", re.M)
+
+
+class DetectionError(IngestError):
+    """The folder's format cannot be told (or is ambiguous); the message says which flags settle it."""
+
+
+@dataclass(frozen=True)
+class Detection:
+    format: str  # a reader name
+    docs_dir: Path  # the folder whose files are the pages
+    base_url: str | None  # from the generator's config, when it names one
+    reason: str  # what was found, for the user
+
+
+class _PermissiveLoader(yaml.SafeLoader):
+    """mkdocs.yml uses tags such as ``!!python/name:...`` and ``!ENV``; their values are not needed."""
+
+
+_PermissiveLoader.add_multi_constructor("", lambda loader, suffix, node: None)
+
+
+def _mkdocs(config: Path) -> Detection:
+    try:
+        data = yaml.load(config.read_text(encoding="utf-8"), Loader=_PermissiveLoader)  # noqa: S506 (safe loader subclass)
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise DetectionError(
+            f"{config} is not valid YAML{where}: {getattr(exc, 'problem', exc)}. Fix it, or pass --format and --base-url."
+        ) from exc
+    if not isinstance(data, dict):
+        raise DetectionError(f"{config} is not a key: value mapping. Fix it, or pass --format and --base-url.")
+    docs_dir = config.parent / str(data.get("docs_dir") or "docs")
+    site_url = data.get("site_url")
+    url_note = f"site_url {site_url}" if site_url else "no site_url"
+    return Detection("mkdocs", docs_dir, str(site_url) if site_url else None, f"{config.name} ({url_note}, docs_dir {docs_dir.name})")
+
+
+def _config_value(config: Path, key: str) -> str | None:
+    """A string literal assigned to ``key`` in a JS/TS config (``site: 'https://...'``)."""
+    match = re.search(rf"""\b{key}\s*:\s*['"`]([^'"`]+)['"`]""", config.read_text(encoding="utf-8", errors="replace"))
+    return match.group(1) if match else None
+
+
+def _first(folder: Path, stem: str) -> Path | None:
+    return next((folder / f"{stem}{s}" for s in _JS_SUFFIXES if (folder / f"{stem}{s}").is_file()), None)
+
+
+def _generators(folder: Path) -> list[Detection]:
+    """Every generator whose config sits in ``folder``."""
+    found: list[Detection] = []
+    for name in ("mkdocs.yml", "mkdocs.yaml"):
+        if (folder / name).is_file():
+            found.append(_mkdocs(folder / name))
+            break
+    for site in (folder, folder / "docs"):
+        config = _first(site / ".vitepress", "config")
+        if config:
+            hostname = _config_value(config, "hostname")
+            found.append(Detection("vitepress", site, hostname, f"{config.relative_to(folder)}"))
+            break
+    config = _first(folder, "docusaurus.config")
+    if config:
+        url, base = _config_value(config, "url"), _config_value(config, "baseUrl") or "/"
+        docs = folder / "docs" if (folder / "docs").is_dir() else folder
+        found.append(Detection("mdx", docs, f"{url.rstrip('/')}{base}" if url else None, f"{config.name} (Docusaurus)"))
+    config = _first(folder, "astro.config")
+    if config:
+        docs = folder / "src" / "content" / "docs"
+        found.append(Detection("mdx", docs if docs.is_dir() else folder, _config_value(config, "site"), f"{config.name} (Astro)"))
+    for conf in (folder / "conf.py", folder / "docs" / "conf.py", folder / "source" / "conf.py"):
+        if conf.is_file():
+            match = re.search(r"""^html_baseurl\s*=\s*['"]([^'"]+)['"]""", conf.read_text(errors="replace"), re.M)
+            found.append(Detection("rst", conf.parent, match.group(1) if match else None, f"{conf.relative_to(folder)} (Sphinx)"))
+            break
+    return found
+
+
+def _sniff(folder: Path) -> Detection | None:
+    """No generator config: tell the format from the sources themselves."""
+    kinds: Counter[str] = Counter()
+    for path in folder.rglob("*"):
+        suffix = path.suffix.lower()
+        if suffix in (".md", ".mdx", ".markdown", ".rst", ".html", ".htm") and path.is_file():
+            kinds[{".htm": ".html", ".markdown": ".md"}.get(suffix, suffix)] += 1
+    if not kinds:
+        return None
+    total = sum(kinds.values())
+    major = [k for k, n in kinds.items() if n >= max(2, total // 10)] or [kinds.most_common(1)[0][0]]
+    families = {"mdx" if k in (".md", ".mdx") else k.lstrip(".") for k in major}
+    if len(families) > 1:
+        counts = ", ".join(f"{n} {k}" for k, n in kinds.most_common())
+        raise DetectionError(
+            f"{folder} holds several docs formats ({counts}); pass --format {' or --format '.join(sorted(families))} "
+            "and --base-url, or point at the folder of one of them."
+        )
+    family = families.pop()
+    counts = ", ".join(f"{n} {k}" for k, n in kinds.most_common())
+    if family != "mdx":
+        return Detection(family, folder, None, f"no generator config; {counts} files")
+    if kinds[".mdx"]:
+        return Detection("mdx", folder, None, f"no generator config; {counts} files (MDX)")
+    marks = Counter()
+    for path in sorted(folder.rglob("*.md"))[:_SNIFF_FILES]:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        marks["mkdocs"] += len(_MKDOCS_MARKS.findall(text))
+        marks["vitepress"] += len(_VITEPRESS_MARKS.findall(text))
+    if not any(marks.values()):
+        return Detection("mdx", folder, None, f"no generator config; {counts} files in plain Markdown")
+    dialect, hits = marks.most_common(1)[0]
+    syntax = "admonitions/tabs/attribute lists" if dialect == "mkdocs" else "::: containers/home layout"
+    return Detection(dialect, folder, None, f"no generator config; {counts} files using {dialect} syntax ({hits}x {syntax})")
+
+
+def detect(path: Path) -> Detection:
+    """The format of the docs at ``path`` (a project folder, or the docs folder inside one)."""
+    if not path.exists():
+        raise DetectionError(f"folder not found: {path}. Pass the folder that holds your docs.")
+    if not path.is_dir():
+        raise DetectionError(f"not a folder: {path}. Pass the folder that holds your docs.")
+    found = _generators(path)
+    if not found and path.parent != path:
+        # pointed at the docs folder itself: the generator config sits one level up
+        found = [d for d in _generators(path.parent) if d.docs_dir.resolve() == path.resolve()]
+    formats = {d.format for d in found}
+    if len(formats) > 1:
+        names = ", ".join(d.reason for d in found)
+        raise DetectionError(
+            f"{path} holds the configs of several docs generators ({names}); pass --format "
+            f"({' or '.join(sorted(formats))}) and --base-url to say which to ingest."
+        )
+    if found:
+        detection = found[0]
+        return Detection(detection.format, detection.docs_dir, detection.base_url, f"found {detection.reason}")
+    sniffed = _sniff(path)
+    return sniffed or Detection("mdx", path, None, "no docs files found")
+
+
+@dataclass(frozen=True)
+class IngestPlan:
+    """What an ingest will read and how: the outcome of flags, the corpus's memory and detection."""
+
+    format: str
+    docs_dir: Path
+    base_url: str
+    reasons: tuple[str, ...]
+
+    def describe(self) -> str:
+        return f"format {self.format}, base URL {self.base_url}, docs {self.docs_dir} ({'; '.join(self.reasons)})"
+
+
+def remembered_format(pipeline: str) -> str:
+    """The reader name at the start of a corpus's pipeline string (``mkdocs-1+chunker-5+...``)."""
+    return pipeline.split("+", 1)[0].rsplit("-", 1)[0]
+
+
+def plan_ingest(
+    path: Path,
+    format: str | None,
+    base_url: str | None,
+    remembered: tuple[str, str] | None,
+    default_base_url: str,
+) -> IngestPlan:
+    """Flags win; then what the corpus was ingested with before (``remembered``: format, base URL);
+    then what the folder's generator says; the default base URL last, and said so."""
+    reasons: list[str] = []
+    if format is not None and format not in FORMATS:
+        raise DetectionError(f"unknown docs format {format!r}; use one of: {', '.join(FORMATS)}")
+    try:
+        detection: Detection | None = detect(path)
+    except DetectionError:
+        if not (format or remembered):
+            raise
+        detection = None  # ambiguous, but the flag or the corpus's memory settles it
+    if format:
+        reasons.append(f"format {format} from --format")
+    elif remembered:
+        format = remembered[0]
+        reasons.append(f"format {format} remembered for this corpus (pass --format to change it)")
+    else:
+        assert detection is not None
+        format = detection.format
+        reasons.append(f"format {format} detected: {detection.reason}")
+    same = detection is not None and detection.format == format
+    docs_dir = detection.docs_dir if detection and same else path
+    if base_url:
+        reasons.append("base URL from --base-url")
+    elif remembered:
+        base_url = remembered[1]
+        reasons.append("base URL remembered for this corpus")
+    elif detection and same and detection.base_url:
+        base_url = detection.base_url
+        reasons.append("base URL from the generator config")
+    else:
+        base_url = default_base_url
+        reasons.append(f"no base URL found; using the default {default_base_url} (pass --base-url)")
+    return IngestPlan(format, docs_dir, base_url, tuple(reasons))

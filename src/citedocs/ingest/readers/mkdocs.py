@@ -1,0 +1,286 @@
+"""The MkDocs reader: Python-Markdown with the PyMdown extensions most MkDocs sites use.
+
+Where the dialect departs from CommonMark, and what this reader does about it:
+* admonitions (``!!! note "Title"``, collapsible ``???``/``???+``) and content tabs (``=== "Tab"``)
+  hold an indented body that is Markdown, not an indented code block: block rules parse the body
+  one indent level in, as a container titled by the admonition title or the tab label;
+* PyMdown blocks (``/// type | Title`` ... ``///``) are containers whose body is not indented;
+* an attribute list after a heading (``{ #id }``, ``{: #id .class }``, ``{ id="x" }``,
+  ``{ data-toc-label="..." }``) sets the anchor and is removed from the heading text; inline
+  attribute lists (``[Button](#){ .md-button }``) and emoji/icon shortcodes (``:material-check:``,
+  which the site renders as images) are removed from all text;
+* ``<!-- ... -->`` comments are dropped; a fenced block with code annotations (``# (1)!``) is kept
+  in one chunk with the numbered list that explains it;
+* snippet lines (``--8<-- "file"``) and FastAPI-style include lines (``{* path *}``) are replaced by
+  the file when it lies inside the corpus, otherwise dropped and noted.
+Anchors follow Python-Markdown's ``toc`` (see ``slugs.PythonMarkdownSlugger``); page URLs are
+MkDocs' directory URLs (``site_url`` + path without ``.md`` + ``/``).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from markdown_it import MarkdownIt
+from markdown_it.rules_block import StateBlock
+from markdown_it.rules_core import StateCore
+from markdown_it.token import Token
+from mdit_py_plugins.front_matter import front_matter_plugin
+
+from ..document import directory_url
+from ..slugs import PythonMarkdownSlugger
+from . import SourceFile
+from .includes import IncludeRefused, fence_language, page_dir, read_inside_root
+from .markdown import MarkdownReader
+
+_ADMONITION = re.compile(r'^(!!!|\?\?\?\+?)[ ]*([\w-]+(?:[ ]+[\w-]+)*)?(?:[ ]+"(.*?)")?[ ]*$')
+_TAB = re.compile(r'^===[!+]{0,2}[ ]+"(.*?)"[ ]*$')
+_BLOCK_START = re.compile(r"^(/{3,})[ ]*([\w-]+)[ ]*(?:\|[ ]*(.*?))?[ ]*$")
+_HEADING_ATTRS = re.compile(r"[ ]+\{:?[ ]*([^}\n ][^}\n]*?)[ ]*\}[ ]*$")
+_INLINE_ATTRS = re.compile(r"\{:?[ ]*(?:[#.][\w-][^}\n]*|[\w-]+=[^}\n]*|[\w-]+(?:[ ]+[\w-]+)*[ ]*)\}")
+_SHORTCODE = re.compile(r"(?<![\w:/]):[a-z0-9][a-z0-9_+-]*:(?![\w:])[ ]?")
+_ANNOTATION = re.compile(r"\(\d+\)!?")
+_SNIPPET = re.compile(r"""^([ \t]*)(;?)-+8<-+[ \t]+(["'])(.+?)\3[ \t]*$""")
+_SNIPPET_BLOCK = re.compile(r"^([ \t]*)(;?)-+8<-+[ \t]*$")
+_INCLUDE = re.compile(r"^([ \t]*)\{\*[ \t]+(\S+)(.*?)\*\}[ \t]*$")
+_MAX_DEPTH = 4  # snippets may include snippets; a cycle stops here
+
+
+def _line_text(state: StateBlock, line: int) -> str:
+    return state.src[state.bMarks[line] + state.tShift[line] : state.eMarks[line]]
+
+
+def _indented_end(state: StateBlock, start_line: int, end_line: int, indent: int) -> int:
+    """The line after the last one of an indented body (blank lines inside it included)."""
+    line, last = start_line + 1, start_line + 1
+    while line < end_line:
+        if not state.isEmpty(line):
+            if state.sCount[line] < indent:
+                break
+            last = line + 1
+        line += 1
+    return last
+
+
+def _container(state: StateBlock, kind: str, title: str, body: tuple[int, int], indent: int, end: int) -> None:
+    """Push ``container_<kind>`` tokens around the Markdown parsed from lines ``body``."""
+    opening = state.push(f"container_{kind}_open", "div", 1)
+    opening.meta = {"title": _clean_text(title).strip()}
+    opening.map = [body[0] - 1, end]
+    old_max, old_indent, old_parent = state.lineMax, state.blkIndent, state.parentType
+    state.lineMax, state.blkIndent, state.parentType = body[1], indent, "container"
+    state.md.block.tokenize(state, body[0], body[1])
+    state.lineMax, state.blkIndent, state.parentType = old_max, old_indent, old_parent
+    state.push(f"container_{kind}_close", "div", -1)
+    state.line = end
+
+
+def _indented_rule(pattern: re.Pattern[str], kind: str, title_of):
+    def rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
+        if state.sCount[start_line] - state.blkIndent >= 4:
+            return False
+        match = pattern.match(_line_text(state, start_line))
+        if not match:
+            return False
+        if silent:
+            return True
+        indent = state.sCount[start_line] + 4
+        end = _indented_end(state, start_line, end_line, indent)
+        _container(state, kind, title_of(match), (start_line + 1, end), indent, end)
+        return True
+
+    return rule
+
+
+def _admonition_title(match: re.Match[str]) -> str:
+    kind = (match.group(2) or "note").split()[0]
+    title = match.group(3)
+    return title if title is not None and title.strip() else kind.replace("-", " ").capitalize()
+
+
+def _pymdown_block_rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
+    """``/// type | Title`` ... ``///``: a body that is not indented; options may follow indented."""
+    if state.sCount[start_line] - state.blkIndent >= 4:
+        return False
+    match = _BLOCK_START.match(_line_text(state, start_line))
+    if not match:
+        return False
+    fence, kind = match.group(1), match.group(2)
+    closing = re.compile(rf"^{fence}[ ]*$")
+    depth, line = 0, start_line + 1
+    while line < end_line:
+        text = _line_text(state, line)
+        if closing.match(text):
+            if depth == 0:
+                break
+            depth -= 1
+        elif text.startswith(fence) and _BLOCK_START.match(text) and len(_BLOCK_START.match(text).group(1)) == len(fence):
+            depth += 1
+        line += 1
+    if silent:
+        return True
+    body_start = start_line + 1
+    while body_start < line and not state.isEmpty(body_start) and state.sCount[body_start] >= state.blkIndent + 4:
+        body_start += 1  # the block's YAML options (``    open: True``)
+    title = (match.group(3) or "").strip() or kind.replace("-", " ").capitalize()
+    _container(state, "block", title, (body_start, line), state.blkIndent, min(line + 1, end_line))
+    return True
+
+
+def _comment_rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
+    """A ``<!-- ... -->`` comment on lines of its own: not page text."""
+    if state.sCount[start_line] - state.blkIndent >= 4 or not _line_text(state, start_line).startswith("<!--"):
+        return False
+    start = state.bMarks[start_line] + state.tShift[start_line]
+    close = state.src.find("-->", start + 4)
+    if close < 0:
+        return False
+    line = start_line
+    while line < end_line and state.eMarks[line] < close:
+        line += 1
+    if line >= end_line or state.src[close + 3 : state.eMarks[line]].strip():
+        return False
+    if not silent:
+        state.line = line + 1
+    return True
+
+
+def _clean_text(text: str) -> str:
+    return _SHORTCODE.sub("", _INLINE_ATTRS.sub("", text))
+
+
+def _parse_attrs(raw: str) -> dict[str, str]:
+    attrs: dict[str, str] = {}
+    try:
+        parts = shlex.split(raw)
+    except ValueError:
+        parts = raw.split()
+    for part in parts:
+        if part.startswith("#"):
+            attrs["id"] = part[1:]
+        elif "=" in part:
+            key, value = part.split("=", 1)
+            attrs[key] = value
+    return attrs
+
+
+def _heading_attrs(inline: Token) -> str | None:
+    """Remove a trailing attribute list from the heading's last text; return the id it sets."""
+    texts = [c for c in inline.children or [] if c.type == "text"]
+    if not texts or not inline.children or inline.children[-1] is not texts[-1]:
+        return None
+    last = texts[-1]
+    match = _HEADING_ATTRS.search(last.content)
+    if not match:
+        return None
+    last.content = last.content[: match.start()]
+    return _parse_attrs(match.group(1)).get("id")
+
+
+def _cleanup_rule(state: StateCore) -> None:
+    tokens = state.tokens
+    for n, token in enumerate(tokens):
+        if token.type == "heading_open":
+            explicit = _heading_attrs(tokens[n + 1])
+            if explicit:
+                token.attrSet("id", explicit)
+        elif token.type == "inline":
+            for child in token.children or []:
+                if child.type == "text":
+                    child.content = _clean_text(child.content)
+        elif token.type == "fence" and _ANNOTATION.search(token.content):
+            following = tokens[n + 1] if n + 1 < len(tokens) else None
+            if following is not None and following.type == "ordered_list_open":
+                token.meta = {**(token.meta or {}), "keep_with_next": True}
+
+
+def build_parser() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": True}).enable("table").disable("html_block")
+    front_matter_plugin(md)
+    alt = {"alt": ["paragraph", "reference", "blockquote", "list"]}
+    md.block.ruler.before("fence", "mkdocs_comment", _comment_rule, alt)
+    md.block.ruler.before("fence", "admonition", _indented_rule(_ADMONITION, "admonition", _admonition_title), alt)
+    md.block.ruler.before("fence", "content_tab", _indented_rule(_TAB, "tab", lambda m: m.group(1)), alt)
+    md.block.ruler.before("fence", "pymdown_block", _pymdown_block_rule, alt)
+    md.core.ruler.after("inline", "mkdocs_cleanup", _cleanup_rule)
+    return md
+
+
+def _expand(source: SourceFile, text: str, notes: list[str], depth: int = 0) -> str:
+    """Replace snippet and include lines by the files they name (inside the corpus only)."""
+    bases = (source.root, page_dir(source))
+    out: list[str] = []
+    lines = text.split("\n")
+    n = 0
+    while n < len(lines):
+        line = lines[n]
+        targets: list[str] = []
+        block = _SNIPPET_BLOCK.match(line)
+        single = _SNIPPET.match(line)
+        include = _INCLUDE.match(line)
+        if block and block.group(2):  # ``;--8<--`` is the escaped, literal form
+            out.append(line.replace(";", "", 1))
+        elif single and single.group(2):
+            out.append(line.replace(";", "", 1))
+        elif block:
+            end = next((m for m in range(n + 1, len(lines)) if _SNIPPET_BLOCK.match(lines[m])), None)
+            if end is None:
+                out.append(line)
+            else:
+                targets = [t.strip() for t in lines[n + 1 : end] if t.strip() and not t.strip().startswith(";")]
+                n = end
+        elif single:
+            targets = [single.group(4)]
+        elif include:
+            try:
+                code = read_inside_root(source, include.group(2), bases)
+                fence = f"{include.group(1)}```{fence_language(include.group(2))}"
+                out.extend([fence, *code.rstrip("\n").split("\n"), f"{include.group(1)}```"])
+            except IncludeRefused as exc:
+                notes.append(f"include {exc}; dropped")
+        else:
+            out.append(line)
+        indent = (block or single).group(1) if targets and (block or single) else ""
+        for target in targets:
+            out.extend(_snippet(source, target, indent, bases, notes, depth))
+        n += 1
+    return "\n".join(out)
+
+
+def _snippet(source: SourceFile, target: str, indent: str, bases, notes: list[str], depth: int) -> list[str]:
+    path, _, lines = target.partition(":")
+    if re.match(r"https?:", target) or depth >= _MAX_DEPTH:
+        notes.append(f"snippet {target!r} not read (URL or nested too deep); dropped")
+        return []
+    try:
+        body = read_inside_root(source, path, bases)
+    except IncludeRefused as exc:
+        notes.append(f"snippet {exc}; dropped")
+        return []
+    selected = body.rstrip("\n").split("\n")
+    numbers = [int(x) if x.isdigit() else None for x in lines.split(":")] if lines else []
+    if numbers and numbers[0]:
+        end = numbers[1] if len(numbers) > 1 and numbers[1] else len(selected)
+        selected = selected[numbers[0] - 1 : end]
+    expanded = _expand(source, "\n".join(selected), notes, depth + 1)
+    return [indent + line if line else line for line in expanded.split("\n")]
+
+
+def preprocess(source: SourceFile) -> tuple[str, tuple[str, ...]]:
+    notes: list[str] = []
+    return _expand(source, source.text, notes), tuple(notes)
+
+
+MKDOCS = MarkdownReader(
+    name="mkdocs",
+    label="MkDocs Markdown",
+    suffixes=(".md", ".markdown"),
+    version="1",
+    parser=build_parser(),
+    split_heading_id=lambda heading: (heading, None),  # the attribute list is read by _cleanup_rule
+    new_slugger=PythonMarkdownSlugger,
+    page_url=lambda base_url, doc_path, _meta: directory_url(base_url, doc_path),
+    preprocess=preprocess,
+)
+"""MkDocs / Python-Markdown + PyMdown (Material for MkDocs, FastAPI, ...)."""

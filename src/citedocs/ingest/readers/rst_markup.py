@@ -1,0 +1,450 @@
+"""Sphinx-only reST markup, given to plain docutils: what each directive and role keeps as text.
+
+docutils knows reST, not Sphinx: ``code-block``, ``versionadded``, ``autoclass``, ``:func:`` and
+friends are errors to it, and an error drops the text (or leaks the error message into the page).
+Sphinx itself resolves them with its build environment (intersphinx, autodoc importing code); we
+have one source file, so each gets a generic handler that keeps what a reader of the page would
+see: a role's displayed text, a directive's body, a code block's code and language. Whatever
+cannot be resolved from the corpus alone (autodoc text living in code, an include outside the
+corpus) becomes a note for the ingest report, never a crash.
+
+Lookups go through ``sphinx_markup()``, a context manager that swaps docutils' directive and role
+lookup functions for the duration of one parse, as Sphinx does (``sphinx.util.docutils``); a
+lock keeps concurrent parses from seeing each other's swaps.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from docutils import nodes, utils
+from docutils.parsers.rst import Directive, directives, roles
+from docutils.parsers.rst.directives.misc import Include as DocutilsInclude
+
+
+@dataclass
+class ParseContext:
+    """What one parse may read (the corpus root) and what it could not resolve (notes)."""
+
+    root: Path
+    notes: list[str] = field(default_factory=list)
+    module: str | None = None  # the current Python module (``.. module::``/``.. currentmodule::``)
+    classes: list[str] = field(default_factory=list)  # enclosing ``.. class::`` descriptions
+
+    def note(self, line: int | None, text: str) -> None:
+        self.notes.append(f"line {line}: {text}" if line else text)
+
+
+def _context(directive: Directive) -> ParseContext:
+    return directive.state.document.settings.citedocs_context
+
+
+class _AnyOptions(dict):
+    """An option spec that accepts every option: Sphinx directives have many we only ignore."""
+
+    def __missing__(self, key: str):
+        return directives.unchanged
+
+    def __bool__(self) -> bool:  # docutils parses options only when the spec is truthy
+        return True
+
+
+# --- nodes the reader renders specially ------------------------------------------------------
+
+
+class labelled(nodes.General, nodes.Element):
+    """A body with a label that is context for all of it (a tab's name, an API signature).
+
+    ``kind`` is ``"aside"`` for notes kept as one block, ``"group"`` for containers whose children
+    stay separate blocks after the label.
+    """
+
+
+# --- directives --------------------------------------------------------------------------------
+
+
+def _body(directive: Directive) -> list[nodes.Node]:
+    holder = nodes.Element()
+    if directive.content:
+        directive.state.nested_parse(directive.content, directive.content_offset, holder)
+    return list(holder.children)
+
+
+class CodeBlock(Directive):
+    """``code-block``/``sourcecode``/``code``: a literal block that keeps its language."""
+
+    optional_arguments = 1
+    has_content = True
+    option_spec = _AnyOptions()
+
+    def run(self) -> list[nodes.Node]:
+        code = "\n".join(self.content)
+        language = self.arguments[0] if self.arguments else ""
+        return [nodes.literal_block(code, code, language=language)]
+
+
+class LiteralInclude(Directive):
+    """A code file shown in the page: read when it lies inside the corpus, else noted."""
+
+    required_arguments = 1
+    final_argument_whitespace = True
+    option_spec = _AnyOptions()
+
+    def run(self) -> list[nodes.Node]:
+        path = resolve_inside_root(self, self.arguments[0], "literalinclude")
+        if path is None:
+            return []
+        text = path.read_text(encoding="utf-8", errors="replace")
+        start, end = self.options.get("start-after"), self.options.get("end-before")
+        if start and start in text:
+            text = text.split(start, 1)[1]
+        if end and end in text:
+            text = text.split(end, 1)[0]
+        text = text.strip("\n")
+        return [nodes.literal_block(text, text, language=self.options.get("language", ""))]
+
+
+class Include(DocutilsInclude):
+    """docutils' include, but only of files inside the corpus root (real paths), as Sphinx resolves them."""
+
+    def run(self) -> list[nodes.Node]:
+        if self.arguments[0].startswith("<"):  # docutils' standard substitution sets
+            return super().run()
+        path = resolve_inside_root(self, self.arguments[0], "include")
+        if path is None:
+            return []
+        self.arguments[0] = str(path)
+        return super().run()
+
+
+def resolve_inside_root(directive: Directive, argument: str, what: str) -> Path | None:
+    """The included file's real path, or None (and a note) when it is missing or outside the root.
+
+    Sphinx reads ``/x`` from the source root and ``x`` from the including file's folder.
+    """
+    context = _context(directive)
+    root = context.root.resolve()
+    current = Path(directive.state_machine.input_lines.source(directive.lineno - directive.state_machine.input_offset - 1))
+    base = root if argument.startswith("/") else current.parent
+    path = (base / argument.lstrip("/")).resolve()
+    if not path.is_relative_to(root):
+        context.note(directive.lineno, f"{what} {argument!r} lies outside the docs folder; not read")
+        return None
+    if not path.is_file():
+        context.note(directive.lineno, f"{what} {argument!r} not found; skipped")
+        return None
+    return path
+
+
+_VERSION_WORDS = {
+    "versionadded": "added in version",
+    "versionchanged": "changed in version",
+    "deprecated": "deprecated since version",
+    "versionremoved": "removed in version",
+}
+
+
+class VersionChange(Directive):
+    """``versionadded:: 2.0`` -> ``(added in version 2.0)`` before its explanation, if any."""
+
+    required_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+    option_spec = _AnyOptions()
+
+    def run(self) -> list[nodes.Node]:
+        version, _, inline = self.arguments[0].partition("\n")
+        marker = nodes.Text(f"({_VERSION_WORDS[self.name]} {version.strip()})")
+        body = _body(self)
+        if inline.strip():
+            text_nodes, messages = self.state.inline_text(inline.strip(), self.lineno)
+            body.insert(0, nodes.paragraph("", "", *text_nodes, *messages))
+        if body and isinstance(body[0], nodes.paragraph):
+            body[0].insert(0, nodes.Text(" "))
+            body[0].insert(0, marker)
+        else:
+            body.insert(0, nodes.paragraph("", "", marker))
+        return body
+
+
+class Aside(Directive):
+    """Sphinx admonitions docutils lacks (``seealso``): a labelled note."""
+
+    optional_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+    option_spec = _AnyOptions()
+    labels = {"seealso": "See also"}
+
+    def run(self) -> list[nodes.Node]:
+        body = _body(self)
+        if self.arguments:  # ``.. seealso:: text`` on one line
+            text_nodes, messages = self.state.inline_text(self.arguments[0], self.lineno)
+            body.insert(0, nodes.paragraph("", "", *text_nodes, *messages))
+        return [labelled("", *body, label=self.labels.get(self.name, self.name.capitalize()), kind="aside")]
+
+
+class Tab(Directive):
+    """A sphinx-tabs tab: its label stays as context of its body."""
+
+    required_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+    option_spec = _AnyOptions()
+
+    def run(self) -> list[nodes.Node]:
+        label = self.arguments[0]
+        body = _body(self)
+        if self.name == "code-tab":  # ``.. code-tab:: python``: the body is code
+            code = "\n".join(self.content)
+            body = [nodes.literal_block(code, code, language=label)]
+        return [labelled("", *body, label=label, kind="group")]
+
+
+class Content(Directive):
+    """Directives whose body is ordinary page text (``tabs``, ``only``, ``glossary``, ...)."""
+
+    optional_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+    option_spec = _AnyOptions()
+
+    def run(self) -> list[nodes.Node]:
+        return _body(self)
+
+
+class Nothing(Directive):
+    """Directives that add no text to the page (``toctree``, ``index``, ``currentmodule``, ...)."""
+
+    optional_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+    option_spec = _AnyOptions()
+
+    def run(self) -> list[nodes.Node]:
+        return []
+
+
+class Module(Directive):
+    """``module``/``currentmodule``: no text, but later Python objects' ids start with the module."""
+
+    required_arguments = 1
+    has_content = True
+    option_spec = _AnyOptions()
+
+    def run(self) -> list[nodes.Node]:
+        _context(self).module = None if self.arguments[0] == "None" else self.arguments[0]
+        return []
+
+
+_SIGNATURE_NAME = re.compile(r"^(?:(?:async|class|static|abstract|final)\s+)*([\w.]+)")
+_CLASSES = {"class", "exception"}
+# Python objects: Sphinx publishes each as an anchor (``<dt id="flask.Flask.run">``)
+_PYTHON_OBJECTS = {
+    "function", "data", "class", "method", "attribute", "exception", "decorator", "decoratormethod",
+    "classmethod", "staticmethod", "property", "type",
+}
+
+
+class ObjectDescription(Directive):
+    """``.. function:: name(args)`` and kin: the signature, then the description written here.
+
+    A Python object gets the id Sphinx gives it (current module + enclosing class + name), so it
+    can be cited as its own anchor, the way the published page links to it.
+    """
+
+    required_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+    option_spec = _AnyOptions()
+
+    def object_type(self) -> str:
+        return _local_name(self.name)
+
+    def object_id(self, name: str) -> str | None:
+        if self.object_type() not in _PYTHON_OBJECTS or not name or {"noindex", "no-index"} & set(self.options):
+            return None  # ``:noindex:`` entries get no anchor on the site either
+        context = _context(self)
+        enclosing = context.classes[-1] if context.classes else ""
+        if enclosing and not name.startswith(enclosing + "."):
+            name = f"{enclosing}.{name}"
+        return f"{context.module}.{name}" if context.module else name
+
+    def described(self, label: str, name: str, kind: str = "signature") -> list[nodes.Node]:
+        anchor = self.object_id(name)
+        context = _context(self)
+        is_class = self.object_type() in _CLASSES and anchor is not None
+        if is_class:  # members described inside a class are named after it
+            context.classes.append(anchor.removeprefix(f"{context.module}.") if context.module else anchor)
+        try:
+            body = _body(self)
+        finally:
+            if is_class:
+                context.classes.pop()
+        return [labelled("", *body, label=label, kind=kind, name=name, anchor=anchor)]
+
+    def run(self) -> list[nodes.Node]:
+        signatures = [line.strip() for line in self.arguments[0].splitlines() if line.strip()]
+        match = _SIGNATURE_NAME.match(signatures[0]) if signatures else None
+        return self.described("\n".join(signatures), match.group(1) if match else "")
+
+
+class AutoDoc(ObjectDescription):
+    """``autoclass`` and kin: the API text lives in code, not in the docs folder.
+
+    Only the object's name is indexed (with any text written in the directive itself), and the
+    gap is noted so the ingest report says which API entries are missing.
+    """
+
+    def object_type(self) -> str:
+        return self.name.removeprefix("auto")  # autoclass -> class
+
+    def object_id(self, name: str) -> str | None:
+        module_level = self.object_type() in ("class", "function", "data", "exception", "decorator")
+        if module_level and "." in name:  # ``autoclass:: flask.Response`` names its module itself
+            return name
+        return super().object_id(name)
+
+    def run(self) -> list[nodes.Node]:
+        name = self.arguments[0].split("(")[0].strip()
+        _context(self).note(self.lineno, f"{self.name} {name}: its text lives in code outside the docs folder; only the name is indexed")
+        return self.described(name, name)
+
+
+class AutoDocNoAnchor(AutoDoc):
+    """``automodule`` and kin: noted like ``autoclass``, but Sphinx gives them no object anchor."""
+
+    def object_id(self, name: str) -> str | None:
+        return None
+
+
+_NAMED = {
+    "code-block": CodeBlock,
+    "sourcecode": CodeBlock,
+    "code": CodeBlock,
+    "literalinclude": LiteralInclude,
+    "include": Include,
+    "seealso": Aside,
+    "tab": Tab,
+    "group-tab": Tab,
+    "code-tab": Tab,
+    **dict.fromkeys(_VERSION_WORDS, VersionChange),
+    **dict.fromkeys(("tabs", "only", "ifconfig", "glossary", "centered", "hlist", "productionlist", "rst-class"), Content),
+    **dict.fromkeys(("currentmodule", "module"), Module),
+    **dict.fromkeys(
+        (
+            "toctree", "index", "highlight", "tabularcolumns", "sectionauthor",
+            "moduleauthor", "codeauthor", "default-role", "default-domain", "program", "raw", "testsetup",
+            "testcleanup", "meta",
+        ),
+        Nothing,
+    ),
+    **dict.fromkeys(
+        (
+            "function", "data", "class", "method", "attribute", "exception", "decorator", "decoratormethod",
+            "classmethod", "staticmethod", "property", "type", "object", "describe", "option", "cmdoption",
+            "envvar", "confval", "role", "directive",
+        ),
+        ObjectDescription,
+    ),
+    **dict.fromkeys(
+        (
+            "autoclass", "autofunction", "autodata", "automethod", "autoattribute", "autoexception",
+            "autodecorator", "autoproperty",
+        ),
+        AutoDoc,
+    ),
+    **dict.fromkeys(("automodule", "autosummary", "click"), AutoDocNoAnchor),
+}
+
+
+class Unknown(Content):
+    """A directive nobody registered: its body is kept as text and the name noted."""
+
+    def run(self) -> list[nodes.Node]:
+        _context(self).note(self.lineno, f"unknown directive {self.name!r}: its body is read as plain text")
+        return super().run()
+
+
+# --- roles ----------------------------------------------------------------------------------------
+
+# ``Title <target>``; docutils marks a backslash-escaped ``\<`` with a NUL, which is not a target
+_EXPLICIT_TITLE = re.compile(r"^(.+?)\s*(?<!\x00)<(.*?)>$", re.DOTALL)
+# roles whose text Sphinx shows as prose; every other cross-reference is code (an API name, a file)
+_PROSE_ROLES = {
+    "ref", "doc", "term", "abbr", "dfn", "guilabel", "menuselection", "mimetype", "command", "numref",
+    "keyword", "download", "any", "gh", "issue", "pr", "ghsa", "pep", "rfc", "title-reference",
+}
+
+_PYTHON_ROLES = {"func", "meth", "class", "attr", "data", "exc", "mod", "obj", "const", "type"}
+
+
+def role_text(name: str, text: str) -> str:
+    """What Sphinx shows for a role: the explicit title, else the target as written.
+
+    ``Title <label>`` -> ``Title``; ``~flask.Flask.run`` and ``.Request`` lose the markers (``~``,
+    ``!``, a Python name's leading ``.``) but keep the full dotted name, which is what a reader searches for.
+    """
+    match = _EXPLICIT_TITLE.match(text)
+    text = utils.unescape(match.group(1) if match else text)
+    if match:
+        return text
+    if name == "pep":
+        return f"PEP {text}"
+    if name == "rfc":
+        return f"RFC {text}"
+    if name == "abbr":
+        return text.split(" (")[0]
+    if name == "doc":
+        return text.lstrip("/")
+    text = text.lstrip("!~")
+    return text.lstrip(".") if name in _PYTHON_ROLES else text
+
+
+def generic_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    shown = role_text(name.split(":")[-1], text)
+    if name.split(":")[-1] in _PROSE_ROLES:
+        return [nodes.inline(rawtext, shown)], []
+    return [nodes.literal(rawtext, shown)], []
+
+
+# --- lookups ----------------------------------------------------------------------------------
+
+_LOCK = threading.Lock()
+
+
+def _local_name(name: str) -> str:
+    """``py:function`` -> ``function``: the domain does not change what the page shows."""
+    return name.lower().rsplit(":", 1)[-1]
+
+
+@contextmanager
+def sphinx_markup() -> Iterator[None]:
+    """Let docutils parse Sphinx markup for the duration of one parse."""
+    with _LOCK:
+        original_directive, original_role = directives.directive, roles.role
+
+        def directive(name, language, document):
+            local = _local_name(name)
+            if local in _NAMED:
+                return _NAMED[local], []
+            found, messages = original_directive(name, language, document)
+            return (found or Unknown), messages
+
+        def role(name, language, lineno, reporter):
+            if _local_name(name) in ("code", "literal") or name.lower() in ("emphasis", "strong", "sub", "sup", "math"):
+                found, messages = original_role(name, language, lineno, reporter)
+                if found:
+                    return found, messages
+            return generic_role, []
+
+        directives.directive, roles.role = directive, role
+        try:
+            yield
+        finally:
+            directives.directive, roles.role = original_directive, original_role

@@ -1,0 +1,148 @@
+"""The MkDocs reader on the real Material for MkDocs docs: anchors as the live site makes them,
+PyMdown syntax understood rather than leaked into the text. Parsing only (no model)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from citedocs.ingest.chunker import chunk_page
+from citedocs.ingest.readers import SourceFile
+from citedocs.ingest.readers.mkdocs import MKDOCS
+
+ROOT = Path(__file__).resolve().parents[1] / "../shared/corpora/mkdocs-material-docs/docs"
+SITE = "https://squidfunk.github.io/mkdocs-material/"
+
+pytestmark = pytest.mark.skipif(not ROOT.is_dir(), reason="shared MkDocs corpus not present")
+
+
+def read(rel: str, text: str | None = None, root: Path = ROOT):
+    source = text if text is not None else (root / rel).read_text(encoding="utf-8")
+    return MKDOCS.read(SourceFile(rel_path=rel, text=source, root=root, base_url=SITE))
+
+
+@pytest.fixture(scope="module")
+def corpus_pages():
+    return [read(p.relative_to(ROOT).as_posix()) for p in sorted(ROOT.rglob("*.md"))]
+
+
+def anchors(rel: str) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for section in read(rel).sections[1:]:
+        found.setdefault(section.heading_path[-1], []).append(section.anchor)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("rel", "heading", "expected"),
+    [
+        # explicit ids from attribute lists, with <small> badges and data-toc-label beside them
+        ("getting-started.md", "with pip recommended", ["with-pip"]),
+        ("customization.md", "Overriding blocks recommended", ["overriding-blocks"]),
+        ("setup/setting-up-navigation.md", "Navigation path Breadcrumbs", ["navigation-path"]),
+        # plain headings: punctuation dropped, hyphens kept
+        ("setup/setting-up-navigation.md", "Back-to-top button", ["back-to-top-button"]),
+        ("blog/posts/mkdocs-2.0.md", "What's changing in MkDocs 2.0", ["whats-changing-in-mkdocs-20"]),
+        # headings with code; repeated headings get _1, _2 (attribute lists without an id change nothing)
+        ("upgrade.md", "Changes to mkdocs.yml", ["changes-to-mkdocsyml", "changes-to-mkdocsyml_1",
+                                                 "changes-to-mkdocsyml_2", "changes-to-mkdocsyml_3",
+                                                 "changes-to-mkdocsyml_4", "changes-to-mkdocsyml_5"]),
+        ("upgrade.md", "Changes to *.html files", ["changes-to-html-files", "changes-to-html-files_1",
+                                                   "changes-to-html-files_2", "changes-to-html-files_3",
+                                                   "changes-to-html-files_4", "changes-to-html-files_5"]),
+        ("upgrade.md", "What's new?", ["whats-new", "whats-new_1", "whats-new_2", "whats-new_3", "whats-new_4"]),
+        ("upgrade.md", "content.code.copy", ["contentcodecopy"]),
+        ("upgrade.md", "Upgrading from 8.x to 9.x", ["upgrading-from-8x-to-9x"]),
+        # emoji shortcodes render as icons: not part of the text or the slug
+        ("blog/posts/adding-a-badge-to-your-project.md", "Adding a badge to your project",
+         ["adding-a-badge-to-your-project"]),
+        # the dev set's expected anchors
+        ("reference/code-blocks.md", "Code copy button", ["code-copy-button"]),
+        ("setup/setting-up-versioning.md", "Setting a default version", ["setting-a-default-version"]),
+    ],
+)
+def test_heading_anchors_match_the_live_site(rel, heading, expected):
+    assert anchors(rel)[heading] == expected
+
+
+def test_page_urls_are_mkdocs_directory_urls():
+    assert read("getting-started.md").url == SITE + "getting-started/"
+    assert read("setup/index.md").url == SITE + "setup/"
+    assert read("index.md").url == SITE
+
+
+def test_every_dev_set_anchor_exists_in_the_corpus():
+    import json
+
+    cases = Path(__file__).resolve().parents[1] / "../shared/evals/mkdocs-material-dev.jsonl"
+    for line in cases.read_text().splitlines():
+        for source in json.loads(line)["expected_sources"]:
+            rel, _, anchor = source.partition("#")
+            assert anchor in {s.anchor for s in read(rel).sections}, source
+
+
+def test_no_attribute_list_or_block_marker_leaks_into_headings_or_text(corpus_pages):
+    leaks = re.compile(r"\{ ?[#:.]|^\s*(!!!|\?\?\?|///|===)|--8<--", re.M)
+    for page in corpus_pages:
+        for section in page.sections:
+            for heading in section.heading_path:
+                assert "{" not in heading, (page.doc_path, heading)
+            for block in section.blocks:
+                prose = re.sub(r"(`{3,}).*?\1", "", block.text, flags=re.S)  # code samples may show the syntax
+                prose = re.sub(r"`[^`\n]*`", "", prose)
+                assert not leaks.search(prose), (page.doc_path, prose[:300])
+                assert "<!--" not in prose, (page.doc_path, prose[:300])  # comments are not text
+
+
+def test_admonition_body_is_markdown_not_code():
+    page = read("getting-started.md")
+    docker = next(s for s in page.sections if s.anchor == "with-docker")
+    text = "\n".join(b.text for b in docker.blocks)
+    assert "How to add plugins to the Docker image?:" in text  # the ??? title labels its body
+    assert "> " in text and "```" in text  # body kept as a note; its own fence still code
+
+
+def test_content_tab_label_stays_with_its_body():
+    section = next(s for s in read("getting-started.md").sections if s.anchor == "with-pip")
+    text = "\n".join(b.text for b in section.blocks)
+    assert re.search(r'9\.x:\n```sh\npip install mkdocs-material=="9\.\*"', text)
+
+
+def test_code_annotation_list_stays_in_the_chunk_of_its_code():
+    page = read("getting-started.md")
+    for chunk in chunk_page(page):
+        if 'mkdocs-material=="9.*" # (1)!' in chunk.text:
+            assert "semantic versioning" in chunk.text
+            break
+    else:
+        pytest.fail("annotated code block not found")
+
+
+def test_pymdown_blocks_are_labelled_containers():
+    page = read("x.md", "# T\n\n/// note | Read this\n\nInside **block**.\n///\n\nAfter.\n")
+    text = "\n".join(b.text for s in page.sections for b in s.blocks)
+    assert text.startswith("Read this:\n> Inside block.")
+    assert "After." in text and "///" not in text
+
+
+def test_snippets_inside_the_corpus_are_inlined_and_outside_ones_refused(tmp_path):
+    root = tmp_path / "docs"
+    (root / "includes").mkdir(parents=True)
+    (root / "includes" / "abbr.md").write_text("Shared *snippet* text.\n")
+    (tmp_path / "secret.txt").write_text("TOP SECRET\n")
+    (root / "includes" / "link.md").symlink_to(tmp_path / "secret.txt")
+    (root / "code.py").write_text("print('hi')\n")
+    text = (
+        '# Page\n\n--8<-- "includes/abbr.md"\n\n--8<-- "../secret.txt"\n\n--8<-- "includes/link.md"\n\n'
+        '--8<-- "missing.md"\n\n{* code.py hl[1] *}\n\n;--8<-- "literal.md"\n'
+    )
+    page = read("page.md", text, root=root)
+    body = "\n".join(b.text for s in page.sections for b in s.blocks)
+    assert "Shared snippet text." in body
+    assert "```python\nprint('hi')\n```" in body
+    assert "TOP SECRET" not in body
+    assert '--8<-- "literal.md"' in body  # the escaped form is shown literally
+    assert len(page.notes) == 3 and all("dropped" in n for n in page.notes)
+    assert sum("outside the corpus" in n for n in page.notes) == 2
