@@ -61,3 +61,29 @@ def test_capacity_defaults_follow_the_core_count_and_give_one_caller_a_fair_shar
     per_minute_capacity = 4 * capacity.ASKS_PER_CORE_PER_S * 60
     assert limits.rate_limit_per_minute <= per_minute_capacity * capacity.FAIR_SHARE
     assert config.setting("max_queue_wait_s") < 30  # never a 30-second wait for a slot
+
+
+def test_waiting_for_a_slot_never_leaks_one_when_waits_time_out_or_clients_leave():
+    """Many waits that time out, and waiters cancelled mid-wait (a client gone), while slots are
+    being freed: afterwards every slot is free again."""
+    import asyncio
+
+    from citedocs.api.middleware import ConcurrencyGate
+
+    async def scenario() -> int:
+        gate = ConcurrencyGate(app=None, max_in_flight=2, max_queue=100, max_wait_s=0.01)
+        gate._slots = asyncio.Semaphore(2)
+
+        async def hold_briefly() -> None:
+            if await gate._acquire_within(0.01):
+                await asyncio.sleep(0.005)
+                gate._slots.release()
+
+        waiters = [asyncio.ensure_future(hold_briefly()) for _ in range(200)]
+        await asyncio.sleep(0.01)
+        for task in waiters[::3]:
+            task.cancel()
+        await asyncio.gather(*waiters, return_exceptions=True)
+        return gate._slots._value
+
+    assert asyncio.run(scenario()) == 2

@@ -150,6 +150,27 @@ class ConcurrencyGate:
         }
         return _send_json(send, 503, body, [(b"retry-after", b"1")])
 
+    async def _acquire_within(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for a slot. Never leaks one: a slot granted just as the wait ends,
+        or as the client goes away, is given back (``asyncio.wait_for`` can drop it on Python 3.11)."""
+        assert self._slots is not None
+        attempt = asyncio.ensure_future(self._slots.acquire())
+        try:
+            done, _ = await asyncio.wait({attempt}, timeout=seconds)
+        except asyncio.CancelledError:
+            await self._abandon(attempt)
+            raise
+        if done:
+            return True
+        await self._abandon(attempt)
+        return False
+
+    async def _abandon(self, attempt: asyncio.Future) -> None:
+        attempt.cancel()
+        await asyncio.gather(attempt, return_exceptions=True)
+        if not attempt.cancelled() and attempt.exception() is None:
+            self._slots.release()  # it was granted before the cancel landed
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
         if scope["type"] != "http" or path in UNGATED_PATHS or path.startswith(UNGATED_PREFIXES):
@@ -163,12 +184,12 @@ class ConcurrencyGate:
                 return
             self._waiting += 1
             try:
-                await asyncio.wait_for(self._slots.acquire(), self.max_wait_s)
-            except TimeoutError:
-                await self._overloaded(send, f"no slot freed within {self.max_wait_s:g}s")
-                return
+                admitted = await self._acquire_within(self.max_wait_s)
             finally:
                 self._waiting -= 1
+            if not admitted:
+                await self._overloaded(send, f"no slot freed within {self.max_wait_s:g}s")
+                return
         else:
             await self._slots.acquire()
         try:

@@ -102,10 +102,12 @@ _LEVELS = (
 
 
 def _hard_split(text: str, room: int, pieces: Measure) -> list[str]:
-    """A run with no whitespace (a minified line, a data URI): cut by characters."""
+    """A run with no whitespace (a minified line, a data URI): cut by characters. Each cut is sized
+    from the next window only, never from the whole rest (quadratic on a megabyte line)."""
     parts = []
     while text:
-        size = max(1, len(text) * room // max(pieces(text), 1))
+        window = text[: room * MAX_CHARS_PER_PIECE]
+        size = max(1, len(window) * room // max(pieces(window), 1))
         while size > 1 and pieces(text[:size]) > room:
             size = size * 4 // 5
         parts.append(text[:size])
@@ -191,13 +193,18 @@ def _pack(blocks: list[Block], room: int, pieces: Measure) -> list[list[Block]]:
     return groups
 
 
+# The tokenizer reads a word over 100 characters as one [UNK] piece, so a megabyte run without
+# spaces would "fit" one chunk; no text is counted as fewer pieces than its length / this.
+MAX_CHARS_PER_PIECE = 16
+
+
 def _measure(budget: PieceBudget) -> Measure:
     """``budget.pieces`` remembered per text: fitting and packing ask about the same blocks."""
     known: dict[str, int] = {}
 
     def pieces(text: str) -> int:
         if text not in known:
-            known[text] = budget.pieces(text)
+            known[text] = max(budget.pieces(text), len(text) // MAX_CHARS_PER_PIECE)
         return known[text]
 
     return pieces
