@@ -249,6 +249,12 @@ def test_max_pages_stops_the_crawl(site, home):
     assert len(pages) == 2 and crawled.counts()["fetched"] == 2
 
 
+def test_a_site_with_no_fetchable_page_is_a_clear_error(site, services):
+    with pytest.raises(CrawlError, match="no HTML page could be fetched under .*/docs/nothing/ .*HTTP 404"):
+        services.crawl_and_ingest(f"{site.start}nothing/", "pydocs-broken", FAST)
+    assert services.store.get_corpus("pydocs-broken") is None
+
+
 def test_an_unreachable_site_is_a_clear_error_and_loses_nothing(first, services):
     before = services.store.chunk_hashes(CORPUS)
     dead = f"http://127.0.0.1:{free_port()}/docs/"

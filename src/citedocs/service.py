@@ -15,7 +15,7 @@ from .encoders import BiEncoder, bi_encoder
 from .index import copy_corpus, open_store
 from .index.store import ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store
 from .ingest.admission import approve, default_report_path, remember_policy, resolve_policy
-from .ingest.crawl import CrawlReport, CrawlSettings, crawl, crawl_scope
+from .ingest.crawl import CrawlError, CrawlReport, CrawlSettings, crawl, crawl_scope
 from .ingest.detect import plan_ingest, remembered_format
 from .ingest.pipeline import IngestError, IngestReport, ProgressFn, find_documents, ingest_corpus
 from .ingest.readers import available_readers
@@ -209,6 +209,9 @@ class Services:
                 f"corpus {corpus!r} belongs to tenant {existing.tenant!r}; pick another corpus name"
             )
         crawled = crawl(start_url, config.home() / "crawl" / corpus, settings)
+        if not any(crawled.folder.rglob("*.htm*")):
+            problems = "; ".join(f"{o.url}: {o.detail}" for o in crawled.problems()[:3]) or "no page answered"
+            raise CrawlError(f"no HTML page could be fetched under {crawled.scope} ({problems}); nothing was changed")
         report = self.ingest(
             crawled.folder, corpus, crawl_scope(start_url), progress, tenant, admission, report_path, format="html"
         )
