@@ -18,6 +18,8 @@ from .. import __version__, config
 from ..auth import AuthError, RateLimited, RateLimiter
 from ..contract import AskRequest, AskResponse, ErrorBody, FeedbackRequest
 from ..service import EmptyQuestion, Services, UnknownCorpus, UnknownTrace
+from . import cors, openai_facade
+from .mcp_http import mount_mcp
 from .middleware import BodyLimit, RequestLog
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "ui" / "static"
@@ -155,6 +157,9 @@ def create_app(services: Services | None = None) -> FastAPI:
         svc().add_feedback(trace_id, body.verdict, body.comment, tenant)
         return {"status": "stored", "trace_id": trace_id, "verdict": body.verdict}
 
+    app.include_router(openai_facade.create_router(svc, _caller))
+    mount_mcp(app, svc, _caller)
+
     if STATIC_DIR.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
@@ -163,5 +168,6 @@ def create_app(services: Services | None = None) -> FastAPI:
             return FileResponse(STATIC_DIR / "index.html")
 
     app.add_middleware(BodyLimit, max_bytes=config.setting("max_body_bytes"))
+    cors.install(app)
     app.add_middleware(RequestLog)  # outermost: sees the 413s too
     return app
