@@ -167,6 +167,11 @@ def create_app(services: Services | None = None) -> FastAPI:
         def index() -> FileResponse:
             return FileResponse(STATIC_DIR / "index.html")
 
+        @app.get("/widget.js", include_in_schema=False)
+        def widget() -> FileResponse:
+            """The embeddable widget's loader (README: "Put it on your docs site")."""
+            return FileResponse(STATIC_DIR / "widget.js", media_type="text/javascript")
+
     app.add_middleware(BodyLimit, max_bytes=config.setting("max_body_bytes"))
     cors.install(app)
     app.add_middleware(RequestLog)  # outermost: sees the 413s too

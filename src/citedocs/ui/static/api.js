@@ -38,11 +38,10 @@ async function errorFrom(response) {
   return new ApiError(detail ? `${label}: ${detail}` : label, { status: response.status, code, detail });
 }
 
-function networkError(err) {
-  return new ApiError(
-    "Could not reach the citedocs server. Check that `citedocs serve` is running, then try again.",
-    { code: "network_error", detail: String(err && err.message ? err.message : err) },
-  );
+const UNREACHABLE = "Could not reach the citedocs server. Check that `citedocs serve` is running, then try again.";
+
+function networkError(err, message) {
+  return new ApiError(message, { code: "network_error", detail: String(err && err.message ? err.message : err) });
 }
 
 /** Parse one SSE block ("event: x\ndata: ...") into {event, data}. */
@@ -63,9 +62,10 @@ export function parseEvent(block) {
 
 /**
  * A client for the citedocs server at `base` ("" = this page's origin; the widget passes its
- * server's origin). `apiKey()` returns the key to send as `Authorization: Bearer`, if any.
+ * server's URL). `apiKey()` returns the key to send as `Authorization: Bearer`, if any;
+ * `unreachable` is the message for a request that got no response (down, or refused by CORS).
  */
-export function apiClient({ base = "", apiKey = storedApiKey } = {}) {
+export function apiClient({ base = "", apiKey = storedApiKey, unreachable = UNREACHABLE } = {}) {
   function withKey(headers) {
     const key = apiKey();
     return key ? { ...headers, Authorization: `Bearer ${key}` } : headers;
@@ -77,7 +77,7 @@ export function apiClient({ base = "", apiKey = storedApiKey } = {}) {
       response = await fetch(base + path, { ...options, headers: withKey(options.headers || { Accept: "application/json" }) });
     } catch (err) {
       if (err.name === "AbortError") throw err;
-      throw networkError(err);
+      throw networkError(err, unreachable);
     }
     if (!response.ok) throw await errorFrom(response);
     return response.json();
@@ -107,7 +107,7 @@ export function apiClient({ base = "", apiKey = storedApiKey } = {}) {
       });
     } catch (err) {
       if (err.name === "AbortError") throw err;
-      throw networkError(err);
+      throw networkError(err, unreachable);
     }
     if (!response.ok) throw await errorFrom(response);
     if (!response.body) throw new ApiError("The server sent an empty response.", { code: "empty_response" });
