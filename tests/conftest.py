@@ -175,7 +175,7 @@ def running_server(home: Path, **env: str) -> Iterator[tuple[str, Path]]:
         )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 120
+        deadline = time.time() + 300  # model loading on a busy shared machine can take minutes
         while time.time() < deadline:
             if process.poll() is not None:
                 pytest.fail(f"citedocs serve exited: {log_path.read_text(errors='replace')[-2000:]}")

@@ -192,9 +192,16 @@ export async function mount(root, options) {
     }
   });
 
-  // keep Tab inside the dialog (the page behind it is inert while it is open)
   dialog.addEventListener("keydown", (event) => {
-    if (event.key !== "Tab") return;
+    if (event.key === "Escape") {
+      // closed here rather than by the browser's default: host pages often preventDefault() Esc on
+      // document (Sphinx's doctools.js does), which would keep a native dialog open
+      event.preventDefault();
+      event.stopPropagation();
+      closeDialog();
+      return;
+    }
+    if (event.key !== "Tab") return; // keep Tab inside the dialog (the page behind it is inert)
     const focusable = [...dialog.querySelectorAll(FOCUSABLE)].filter((node) => !node.disabled && node.getClientRects().length);
     if (!focusable.length) return;
     const first = focusable[0];
