@@ -50,17 +50,28 @@ def test_chat_completion_is_the_validated_answer_with_numbered_sources(client):
     assert completion.model_extra["citedocs"]["citations"][0]["url"].startswith("https://docs.astro.build/en/guides/deploy/heroku/")
 
 
-def test_streamed_reply_is_the_same_answer_and_ends_with_the_structured_citations(client):
-    plain = client.chat.completions.create(model=SMALL_CORPUS, messages=[{"role": "user", "content": ANSWERABLE}])
-    stream = client.chat.completions.create(
-        model=SMALL_CORPUS, messages=[{"role": "user", "content": ANSWERABLE}], stream=True
-    )
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [{"role": "user", "content": ANSWERABLE}],
+        [  # its answer holds a code block, which must stay a Markdown fence on its own lines
+            {"role": "user", "content": ANSWERABLE},
+            {"role": "assistant", "content": "You can deploy an Astro site to Heroku using this guide [1]."},
+            {"role": "user", "content": FOLLOW_UP},
+        ],
+    ],
+    ids=["prose", "with-code-block"],
+)
+def test_streamed_reply_is_the_same_answer_and_ends_with_the_structured_citations(client, messages):
+    plain = client.chat.completions.create(model=SMALL_CORPUS, messages=messages)
+    stream = client.chat.completions.create(model=SMALL_CORPUS, messages=messages, stream=True)
     chunks = list(stream)
     content = "".join(c.choices[0].delta.content or "" for c in chunks)
     assert len([c for c in chunks if c.choices[0].delta.content]) >= 2  # sentences arrive as they are validated
     assert content == plain.choices[0].message.content
     assert chunks[-1].choices[0].finish_reason == "stop"
     check_cited_reply(content, chunks[-1].model_extra["citedocs"])
+    assert "```" not in content or "\n\n```" in content
 
 
 def test_earlier_turns_are_the_follow_up_history(client):

@@ -129,6 +129,7 @@ def test_a_reader_asks_follows_up_gets_a_refusal_and_sends_feedback_on_the_pytho
     assert third.get_attribute("data-state") == "refused"
     assert "Not covered by the docs" in third.find_element(By.CSS_SELECTOR, ".refusal-banner").text
     assert not third.find_elements(By.CSS_SELECTOR, ".pill, .source-card")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'end'})", third)
     driver.save_screenshot(str(SCREENSHOTS / "widget-refusal.png"))
 
     first.find_element(By.CSS_SELECTOR, ".thumb-up").click()
@@ -189,6 +190,7 @@ def test_widget_fills_a_phone_screen(driver, site):
     driver.save_screenshot(str(SCREENSHOTS / "widget-phone.png"))
 
 
+LAUNCHER_SHADOW_PX = 32  # widget.css: box-shadow 0 6px 20px reaches 26px past the launcher's box
 PIXEL_DIFF = """
 const [a, b, box, done] = arguments;
 const load = (src) => new Promise((ok) => { const i = new Image(); i.onload = () => ok(i); i.src = src; });
@@ -221,7 +223,8 @@ def test_the_host_page_looks_exactly_the_same_with_the_launcher_closed(driver, s
     assert driver.execute_script("return document.documentElement.scrollHeight") == plain_height
     launcher = driver.execute_script(
         "const r = document.getElementById('citedocs-widget').shadowRoot.querySelector('.cd-launcher').getBoundingClientRect();"
-        "return {left: Math.floor(r.left) - 1, top: Math.floor(r.top) - 1, right: Math.ceil(r.right) + 1, bottom: Math.ceil(r.bottom) + 1}"
+        f"const m = {LAUNCHER_SHADOW_PX};"
+        "return {left: Math.floor(r.left) - m, top: Math.floor(r.top) - m, right: Math.ceil(r.right) + m, bottom: Math.ceil(r.bottom) + m}"
     )
     ratio = driver.execute_script("return window.devicePixelRatio")
     box = {k: v * ratio for k, v in launcher.items()}

@@ -102,6 +102,16 @@ class Numbering:
         return f"\n\n{SOURCES_HEADING}\n" + "\n".join(lines) if lines else ""
 
 
+def separator(shown: str, previous_code: bool, code: bool) -> str:
+    """What goes before the next streamed sentence so the stream reads exactly like the final answer
+    (validator.ValidationResult.answer): prose runs on, a code block stands on its own lines."""
+    if not shown:
+        return ""
+    if code:
+        return "\n\n" if previous_code else " \n\n"
+    return "\n\n" if previous_code else " "
+
+
 def structured(response: AskResponse) -> dict:
     return response.model_dump(exclude={"answer"})
 
@@ -161,12 +171,14 @@ def create_router(services: Callable[[], Services], caller: Callable[[Request], 
         def stream() -> Iterator[str]:
             numbering = Numbering()
             shown = ""
+            previous_code = False
             yield chunk({"role": "assistant", "content": ""})
             for event in events:
                 if event.kind == "sentence":
-                    piece = numbering.render(event.sentence.rendered())
-                    yield chunk({"content": f" {piece}" if shown else piece})
-                    shown += piece
+                    code = event.sentence.text.startswith("```")
+                    piece = separator(shown, previous_code, code) + numbering.render(event.sentence.rendered())
+                    yield chunk({"content": piece})
+                    shown, previous_code = shown + piece, code
                     continue
                 response = event.response
                 request.state.trace_id = response.trace_id
