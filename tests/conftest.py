@@ -25,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -199,7 +200,7 @@ def running_server(home: Path, **env: str) -> Iterator[tuple[str, Path]]:
         )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 120
+        deadline = time.time() + 300  # model loading on a busy shared machine can take minutes
         while time.time() < deadline:
             if process.poll() is not None:
                 pytest.fail(f"citedocs serve exited: {log_path.read_text(errors='replace')[-2000:]}")
@@ -304,3 +305,53 @@ def tenant_services(
         services.ingest(docs, corpus, ASTRO_BASE_URL, tenant=tenant)
     yield services
     services.store.close()
+
+
+# A doc whose text is hostile markup: the widget and the chat page must show it as text, never run it.
+HOSTILE_PAGE = """---
+title: 'Hostile <img src=x onerror="window.__citedocsXss=3"> markup'
+---
+
+# Hostile markup in a page
+
+The hostile page holds an image tag `<img src=x onerror="window.__citedocsXss=1">` right inside its text.
+
+The hostile page also links to [a script URL](javascript:window.__citedocsXss=2) that must never run.
+"""
+SMALL_CORPUS = "small-docs"
+
+
+@pytest.fixture(scope="session")
+def small_home(tmp_path_factory: pytest.TempPathFactory, astro_docs: Path) -> Path:
+    """A CITEDOCS_HOME whose SQLite index holds SMALL_CORPUS (SMALL_PAGES plus HOSTILE_PAGE), the
+    default corpus there: fast to build, for the integration tests (MCP, OpenAI facade, widget)."""
+    from citedocs.service import Services
+
+    home = tmp_path_factory.mktemp("small-home")
+    docs = copy_astro_pages(home / "docs")
+    write_docs(docs, {"hostile/markup.md": HOSTILE_PAGE})
+    services = Services.open(home / "citedocs.sqlite3")
+    report = services.ingest(docs, SMALL_CORPUS, ASTRO_BASE_URL)
+    assert not report.skipped, report.skipped
+    services.store.close()
+    (home / "config.toml").write_text(f'corpus = "{SMALL_CORPUS}"\nbackend = "extractive"\n')
+    return home
+
+
+@dataclass(frozen=True)
+class IntegrationServer:
+    base: str  # the citedocs server
+    allowed_origin: str  # the one origin in its cors_origins (the widget tests serve a docs site there)
+    allowed_port: int
+
+
+@pytest.fixture(scope="session")
+def integration_server(small_home: Path) -> Iterator[IntegrationServer]:
+    """One real `citedocs serve` over ``small_home`` (auth off, extractive), allowing one cross-origin
+    page, shared by the MCP, OpenAI-facade and widget tests."""
+    from fake_llm import free_port
+
+    port = free_port()
+    origin = f"http://127.0.0.1:{port}"
+    with running_server(small_home, CITEDOCS_DATABASE_URL="", CITEDOCS_CORS_ORIGINS=origin) as (base, _):
+        yield IntegrationServer(base, origin, port)

@@ -1,15 +1,10 @@
 """The web chat UI end to end: headless Chromium (Debian's package) against a real `citedocs serve`.
 
-Needs `chromium` and `chromium-driver` from apt and `selenium` from pip (see .ci/run); skipped when absent,
-except under CI=true, where their absence is an error.
-Selenium Manager never downloads anything here: the driver and browser paths are given explicitly.
+Needs `chromium` and `chromium-driver` from apt and `selenium` from pip (see .ci/run and tests/browser.py).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -20,24 +15,13 @@ from conftest import running_server
 
 pytestmark = pytest.mark.slow
 
-if os.environ.get("CI"):  # in CI a missing browser is a failure, not a skip
-    import selenium.webdriver as webdriver  # noqa: F401
-else:
-    webdriver = pytest.importorskip("selenium.webdriver")
+from browser import headless_chromium  # noqa: E402  (skips this module without Chromium)
 from selenium.common.exceptions import TimeoutException  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
-
-os.environ.setdefault("SE_OFFLINE", "true")  # belt and braces: Selenium Manager must never download
-CHROMIUM = os.environ.get("CITEDOCS_CHROMIUM", "/usr/bin/chromium")
-CHROMEDRIVER = os.environ.get("CITEDOCS_CHROMEDRIVER", "/usr/bin/chromedriver")
-if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
-    if os.environ.get("CI"):
-        raise RuntimeError(f"the UI tests need {CHROMIUM} and {CHROMEDRIVER}: apt-get install chromium chromium-driver")
-    pytest.skip(f"needs {CHROMIUM} and {CHROMEDRIVER} (apt-get install chromium chromium-driver)", allow_module_level=True)
 
 ANSWERABLE = "How do I load a different .env file, e.g. .env.staging, when I run the dev server or build?"
 FOLLOW_UP = "and how do I read those variables in client-side code?"
@@ -68,31 +52,8 @@ def guarded_server(tenant_services):
 
 @pytest.fixture(scope="module")
 def driver():
-    profile = tempfile.mkdtemp(prefix="citedocs-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-        "--window-size=1000,1300",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    browser = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    browser.set_script_timeout(30)
-    try:
+    with headless_chromium() as browser:
         yield browser
-    finally:
-        browser.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 @pytest.fixture
@@ -120,7 +81,7 @@ def wait(driver, condition, message, timeout=60):
         pytest.fail(f"{message}\n--- conversation ---\n{driver.find_element(By.ID, 'conversation').text}")
 
 
-def ask(driver, question: str, count: int) -> "webdriver.remote.webelement.WebElement":
+def ask(driver, question: str, count: int) -> "WebElement":
     """Type a question, press Enter, and return the count-th turn once its answer is complete."""
     box = driver.find_element(By.ID, "question")
     box.send_keys(question)

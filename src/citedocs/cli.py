@@ -442,6 +442,26 @@ def serve(
     uvicorn.run(application, host=host, port=port, log_config=None, access_log=False)
 
 
+@app.command()
+def mcp(backend: BackendOpt = None) -> None:
+    """Run the MCP server on stdio for a coding agent (tools search_docs, ask_docs; resource citedocs://corpora).
+
+    Local and single-user: it sees every corpus, like the rest of the CLI. stdout carries the
+    protocol, so everything else goes to stderr.
+    """
+    from .generate.select import BackendConfigError
+    from .mcp_server import build_server
+    from .service import Services
+
+    services = Services.open(backend=backend)
+    try:
+        services.generator  # fail now, not at the first question, on a bad backend setting
+    except BackendConfigError as exc:
+        fail(str(exc))
+    services.retriever  # load the models before the agent's first call
+    build_server(lambda: services).run("stdio")
+
+
 @app.command("copy-index")
 def copy_index(
     to: Annotated[str, typer.Option("--to", help="Target store: a postgresql://… URL or a SQLite file path.")],

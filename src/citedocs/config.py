@@ -66,6 +66,20 @@ def _database_url(raw: Any) -> str:
     return url
 
 
+def _origins(raw: Any) -> tuple[str, ...]:
+    """Browser origins allowed to call the API cross-site: a TOML list or a comma-separated string."""
+    items = raw if isinstance(raw, list) else str(raw).split(",")
+    origins = []
+    for item in (str(i).strip().rstrip("/") for i in items):
+        if not item:
+            continue
+        scheme, sep, rest = item.partition("://")
+        if item == "*" or not sep or scheme not in ("http", "https") or not rest or "/" in rest:
+            raise ValueError(f"{item!r} is not an origin; use scheme://host[:port], e.g. https://docs.example.com (no path, no '*')")
+        origins.append(item.lower())
+    return tuple(origins)
+
+
 def _choice(*options: str) -> Callable[[Any], str]:
     def parse(raw: Any) -> str:
         if str(raw) not in options:
@@ -115,6 +129,9 @@ SETTINGS: dict[str, Setting] = {
     "max_body_bytes": Setting("CITEDOCS_MAX_BODY_BYTES", 65536, _positive_int, "largest accepted request body"),
     "max_file_bytes": Setting(
         "CITEDOCS_MAX_FILE_BYTES", 2_000_000, _at_least_one, "largest docs file ingest reads (the largest shared doc is 105 kB)"
+    ),
+    "cors_origins": Setting(
+        "CITEDOCS_CORS_ORIGINS", (), _origins, "origins (scheme://host[:port]) whose pages may call the API, e.g. where the widget is embedded"
     ),
     "retention_days": Setting("CITEDOCS_RETENTION_DAYS", 30, _positive_int, "days traces and feedback are kept"),
 }

@@ -63,3 +63,29 @@ class FeedbackRequest(BaseModel):
 class ErrorBody(BaseModel):
     error: str
     detail: str
+
+
+class Passage(BaseModel):
+    """One ranked chunk of a search, as agents and integrations see it (no per-stage internals)."""
+
+    id: str
+    url: str
+    title: str
+    section: str
+    score: float = Field(description="Rank-fusion score the hits are ordered by (higher is better).")
+    text: str
+
+
+class SearchResponse(BaseModel):
+    corpus: str
+    corpus_version: str
+    query: str
+    confidence: float = Field(description="Best reranker similarity; low values mean nothing matched well.")
+    hits: list[Passage]
+
+
+class CorpusSummary(BaseModel):
+    name: str
+    version: str
+    chunks: int
+    updated_at: str

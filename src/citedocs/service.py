@@ -22,7 +22,7 @@ from .ingest.readers import available_readers
 from .retrieve.hybrid import HybridRetriever, RetrievalConfig, RetrievalResult
 from .retrieve.rerank import default_reranker
 from .ask import AskPipeline
-from .contract import MAX_QUESTION_CHARS, AskRequest, AskResponse
+from .contract import MAX_QUESTION_CHARS, AskRequest, AskResponse, CorpusSummary, Passage, SearchResponse
 from .generate.base import Generator
 from .validate.support import SupportChecker
 from .validate.thresholds import Thresholds, load_thresholds
@@ -246,6 +246,27 @@ class Services:
         text = check_question(question)
         info = self.corpus(corpus, tenant)
         return self.retriever.retrieve(info.name, text, k, retrieval or RetrievalConfig())
+
+    def search_passages(
+        self, question: str, corpus: str | None = None, k: int = 8, tenant: str | None = None
+    ) -> SearchResponse:
+        """A search as contract objects (for MCP and other integrations): the caller's default corpus
+        when none is named, ranked chunks with their ids, URLs, titles, sections and full text."""
+        info = self.corpus(corpus or self.default_corpus(tenant), tenant)
+        result = self.search(question, info.name, k, tenant=tenant)
+        hits = [
+            Passage(id=h.chunk.id, url=h.chunk.url, title=h.chunk.title, section=h.chunk.section, score=round(h.score, 4), text=h.chunk.text)
+            for h in result.hits
+        ]
+        return SearchResponse(
+            corpus=info.name, corpus_version=info.version, query=result.query, confidence=round(result.confidence, 4), hits=hits
+        )
+
+    def corpus_summaries(self, tenant: str | None = None) -> list[CorpusSummary]:
+        return [
+            CorpusSummary(name=c.name, version=c.version, chunks=c.chunk_count, updated_at=c.updated_at)
+            for c in self.corpora(tenant)
+        ]
 
     def ask(self, request: AskRequest, tenant: str | None = None) -> AskResponse:
         check_question(request.question)

@@ -20,6 +20,8 @@ from ..auth import AuthError, RateLimited, RateLimiter
 from ..capacity import capacity
 from ..contract import AskRequest, AskResponse, ErrorBody, FeedbackRequest
 from ..service import EmptyQuestion, Services, UnknownCorpus, UnknownTrace
+from . import cors, openai_facade
+from .mcp_http import mount_mcp
 from .middleware import BodyLimit, ConcurrencyGate, RequestLog, SecurityHeaders
 from .openapi import BODY_ERRORS, ERRORS, GUARDED, EventStream, complete_openapi, framework_error
 
@@ -165,12 +167,20 @@ def create_app(services: Services | None = None) -> FastAPI:
         svc().add_feedback(trace_id, body.verdict, body.comment, tenant)
         return {"status": "stored", "trace_id": trace_id, "verdict": body.verdict}
 
+    app.include_router(openai_facade.create_router(svc, _caller))
+    mount_mcp(app, svc, _caller)
+
     if STATIC_DIR.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
         @app.get("/", include_in_schema=False)
         def index() -> FileResponse:
             return FileResponse(STATIC_DIR / "index.html")
+
+        @app.get("/widget.js", include_in_schema=False)
+        def widget() -> FileResponse:
+            """The embeddable widget's loader (README: "Put it on your docs site")."""
+            return FileResponse(STATIC_DIR / "widget.js", media_type="text/javascript")
 
     app.add_middleware(BodyLimit, max_bytes=config.setting("max_body_bytes"))
     app.add_middleware(  # outside the body limit: an overloaded server refuses before reading a body
@@ -180,5 +190,6 @@ def create_app(services: Services | None = None) -> FastAPI:
         max_wait_s=limits.max_queue_wait_s,
     )
     app.add_middleware(SecurityHeaders)
+    cors.install(app)  # outside the gate and the limits, so a 503 or 413 still carries CORS headers
     app.add_middleware(RequestLog)  # outermost: sees the 413s and 503s too
     return app

@@ -16,7 +16,7 @@ log = logging.getLogger("citedocs.request")
 
 
 # Paths never shed: probes must answer under load, and the chat page and its assets are static files.
-UNGATED_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+UNGATED_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/", "/widget.js", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
 UNGATED_PREFIXES = ("/static/",)
 
 

@@ -19,9 +19,8 @@ export function setApiKey(key) {
   else localStorage.removeItem(KEY_STORAGE);
 }
 
-function withKey(headers) {
-  const key = localStorage.getItem(KEY_STORAGE);
-  return key ? { ...headers, Authorization: `Bearer ${key}` } : headers;
+export function storedApiKey() {
+  return localStorage.getItem(KEY_STORAGE);
 }
 
 /** Turn a non-2xx response into an ApiError carrying the server's {error, detail}. */
@@ -39,32 +38,10 @@ async function errorFrom(response) {
   return new ApiError(detail ? `${label}: ${detail}` : label, { status: response.status, code, detail });
 }
 
-function networkError(err) {
-  return new ApiError(
-    "Could not reach the citedocs server. Check that `citedocs serve` is running, then try again.",
-    { code: "network_error", detail: String(err && err.message ? err.message : err) },
-  );
-}
+const UNREACHABLE = "Could not reach the citedocs server. Check that `citedocs serve` is running, then try again.";
 
-export async function getJSON(path, options = {}) {
-  let response;
-  try {
-    response = await fetch(path, { ...options, headers: withKey(options.headers || { Accept: "application/json" }) });
-  } catch (err) {
-    if (err.name === "AbortError") throw err;
-    throw networkError(err);
-  }
-  if (!response.ok) throw await errorFrom(response);
-  return response.json();
-}
-
-export function postJSON(path, body, options = {}) {
-  return getJSON(path, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", Accept: "application/json" },
-    body: JSON.stringify(body),
-    ...options,
-  });
+function networkError(err, message) {
+  return new ApiError(message, { code: "network_error", detail: String(err && err.message ? err.message : err) });
 }
 
 /** Parse one SSE block ("event: x\ndata: ...") into {event, data}. */
@@ -84,54 +61,89 @@ export function parseEvent(block) {
 }
 
 /**
- * POST `body` to `path` and yield {event, data} for each Server-Sent Event (data parsed as JSON).
- * Throws ApiError for HTTP errors and network failures; AbortError when `signal` aborts.
+ * A client for the citedocs server at `base` ("" = this page's origin; the widget passes its
+ * server's URL). `apiKey()` returns the key to send as `Authorization: Bearer`, if any;
+ * `unreachable` is the message for a request that got no response (down, or refused by CORS).
  */
-export async function* streamEvents(path, body, signal) {
-  let response;
-  try {
-    response = await fetch(path, {
-      method: "POST",
-      headers: withKey({ "Content-Type": "application/json", Accept: "text/event-stream" }),
-      body: JSON.stringify(body),
-      signal,
-    });
-  } catch (err) {
-    if (err.name === "AbortError") throw err;
-    throw networkError(err);
+export function apiClient({ base = "", apiKey = storedApiKey, unreachable = UNREACHABLE } = {}) {
+  function withKey(headers) {
+    const key = apiKey();
+    return key ? { ...headers, Authorization: `Bearer ${key}` } : headers;
   }
-  if (!response.ok) throw await errorFrom(response);
-  if (!response.body) throw new ApiError("The server sent an empty response.", { code: "empty_response" });
 
-  const reader = response.body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = "";
-  try {
-    while (true) {
-      let chunk;
-      try {
-        chunk = await reader.read();
-      } catch (err) {
-        if (err.name === "AbortError") throw err;
-        throw new ApiError("The connection to the server dropped while the answer was streaming.", {
-          code: "stream_interrupted",
-          detail: String(err && err.message ? err.message : err),
-        });
-      }
-      if (chunk.done) break;
-      buffer += decoder.decode(chunk.value, { stream: true });
-      let boundary;
-      while ((boundary = buffer.search(/\r?\n\r?\n/)) !== -1) {
-        const block = buffer.slice(0, boundary);
-        buffer = buffer.slice(boundary).replace(/^\r?\n\r?\n/, "");
-        if (block.trim()) yield decodeData(parseEvent(block));
-      }
+  async function getJSON(path, options = {}) {
+    let response;
+    try {
+      response = await fetch(base + path, { ...options, headers: withKey(options.headers || { Accept: "application/json" }) });
+    } catch (err) {
+      if (err.name === "AbortError") throw err;
+      throw networkError(err, unreachable);
     }
-    buffer += decoder.decode();
-    if (buffer.trim()) yield decodeData(parseEvent(buffer));
-  } finally {
-    reader.releaseLock();
+    if (!response.ok) throw await errorFrom(response);
+    return response.json();
   }
+
+  function postJSON(path, body, options = {}) {
+    return getJSON(path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "application/json" },
+      body: JSON.stringify(body),
+      ...options,
+    });
+  }
+
+  /**
+   * POST `body` to `path` and yield {event, data} for each Server-Sent Event (data parsed as JSON).
+   * Throws ApiError for HTTP errors and network failures; AbortError when `signal` aborts.
+   */
+  async function* streamEvents(path, body, signal) {
+    let response;
+    try {
+      response = await fetch(base + path, {
+        method: "POST",
+        headers: withKey({ "Content-Type": "application/json", Accept: "text/event-stream" }),
+        body: JSON.stringify(body),
+        signal,
+      });
+    } catch (err) {
+      if (err.name === "AbortError") throw err;
+      throw networkError(err, unreachable);
+    }
+    if (!response.ok) throw await errorFrom(response);
+    if (!response.body) throw new ApiError("The server sent an empty response.", { code: "empty_response" });
+
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    try {
+      while (true) {
+        let chunk;
+        try {
+          chunk = await reader.read();
+        } catch (err) {
+          if (err.name === "AbortError") throw err;
+          throw new ApiError("The connection to the server dropped while the answer was streaming.", {
+            code: "stream_interrupted",
+            detail: String(err && err.message ? err.message : err),
+          });
+        }
+        if (chunk.done) break;
+        buffer += decoder.decode(chunk.value, { stream: true });
+        let boundary;
+        while ((boundary = buffer.search(/\r?\n\r?\n/)) !== -1) {
+          const block = buffer.slice(0, boundary);
+          buffer = buffer.slice(boundary).replace(/^\r?\n\r?\n/, "");
+          if (block.trim()) yield decodeData(parseEvent(block));
+        }
+      }
+      buffer += decoder.decode();
+      if (buffer.trim()) yield decodeData(parseEvent(buffer));
+    } finally {
+      reader.releaseLock();
+    }
+  }
+
+  return { getJSON, postJSON, streamEvents };
 }
 
 function decodeData({ event, data }) {

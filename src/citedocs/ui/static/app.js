@@ -1,9 +1,10 @@
-// citedocs chat: streamed, cited answers with source cards, refusals, traces and feedback.
-import { ApiError, AUTH_ERRORS, getJSON, postJSON, setApiKey, streamEvents } from "./api.js";
-import { describeReason, el, formatScore, numbering, renderAnswer, stripMarkers } from "./render.js";
+// citedocs chat page: the corpus picker, the API key prompt and the composer around the shared
+// conversation (chat.js), which the embeddable widget uses too.
+import { ApiError, AUTH_ERRORS, apiClient, setApiKey } from "./api.js";
+import { createConversation, errorBox } from "./chat.js";
+import { el } from "./render.js";
 
-const MAX_HISTORY_TURNS = 20; // contract.MAX_HISTORY_TURNS
-const MAX_HISTORY_CHARS = 20000;
+const api = apiClient();
 
 const $ = (selector) => document.querySelector(selector);
 const conversationEl = $("#conversation");
@@ -15,39 +16,12 @@ const corpusPicker = $("#corpus-picker");
 const corpusSelect = $("#corpus");
 const corpusLabel = $("#corpus-label");
 
-const state = {
-  exchanges: [], // completed {question, answer} pairs: the history sent with follow-ups
-  current: null, // {controller, turn} of the answer being streamed
-  turnCount: 0,
-};
-
-// ---------------------------------------------------------------- icons
-
-const SVG_NS = "http://www.w3.org/2000/svg";
-const ICONS = {
-  up: "M14 9V5a3 3 0 0 0-3-3l-4 9v11h11.28a2 2 0 0 0 2-1.7l1.38-9a2 2 0 0 0-2-2.3zM7 22H4a2 2 0 0 1-2-2v-7a2 2 0 0 1 2-2h3",
-  down: "M10 15v4a3 3 0 0 0 3 3l4-9V2H5.72a2 2 0 0 0-2 1.7l-1.38 9a2 2 0 0 0 2 2.3zm7-13h2.67A2.31 2.31 0 0 1 22 4v7a2.31 2.31 0 0 1-2.33 2H17",
-  copy: "M9 9h11v11H9zM5 15H4a1 1 0 0 1-1-1V4a1 1 0 0 1 1-1h10a1 1 0 0 1 1 1v1",
-  link: "M18 13v6a2 2 0 0 1-2 2H5a2 2 0 0 1-2-2V8a2 2 0 0 1 2-2h6M15 3h6v6M10 14 21 3",
-};
-
-function icon(name) {
-  const svg = document.createElementNS(SVG_NS, "svg");
-  svg.setAttribute("viewBox", "0 0 24 24");
-  svg.setAttribute("class", `icon icon-${name}`);
-  svg.setAttribute("aria-hidden", "true");
-  svg.setAttribute("focusable", "false");
-  const path = document.createElementNS(SVG_NS, "path");
-  path.setAttribute("d", ICONS[name]);
-  svg.append(path);
-  return svg;
-}
 
 // ---------------------------------------------------------------- corpora
 
 async function loadCorpora() {
   try {
-    const body = await getJSON("/corpora");
+    const body = await api.getJSON("/corpora");
     const corpora = body.corpora || [];
     corpusSelect.replaceChildren(
       ...corpora.map((c) =>
@@ -108,406 +82,18 @@ function showNotice(message, title) {
 
 // ---------------------------------------------------------------- conversation
 
-function history() {
-  const turns = state.exchanges.flatMap(({ question, answer }) => [
-    { role: "user", content: question.slice(0, MAX_HISTORY_CHARS) },
-    { role: "assistant", content: stripMarkers(answer).slice(0, MAX_HISTORY_CHARS) },
-  ]);
-  return turns.slice(-MAX_HISTORY_TURNS);
-}
-
-function errorBox(title, message, retry) {
-  return el(
-    "div",
-    { class: "error-message", role: "alert" },
-    el("strong", { text: title }),
-    el("p", { text: message }),
-    retry ? el("button", { type: "button", class: "secondary", onclick: retry }, "Try again") : null,
-  );
-}
-
-function newTurn(question) {
-  state.turnCount += 1;
-  const n = state.turnCount;
-  emptyState.hidden = true;
-  const answerEl = el("div", { class: "answer" });
-  const status = el("p", { class: "status" }, el("span", { class: "spinner", "aria-hidden": "true" }), "Searching the docs…");
-  const assistant = el(
-    "div",
-    { class: "bubble assistant", "aria-busy": "true", "aria-label": "Answer" },
-    status,
-    answerEl,
-  );
-  const turn = el(
-    "article",
-    { class: "turn", "data-state": "streaming", "data-turn": n, id: `turn-${n}`, "aria-label": `Question ${n}` },
-    el("div", { class: "bubble user" }, el("span", { class: "visually-hidden", text: "You asked: " }), el("p", { text: question })),
-    assistant,
-  );
-  conversationEl.append(turn);
-  assistant.addEventListener("mouseover", (e) => pillEvent(e, true));
-  assistant.addEventListener("mouseout", (e) => pillEvent(e, false));
-  assistant.addEventListener("focusin", (e) => pillEvent(e, true));
-  assistant.addEventListener("focusout", (e) => pillEvent(e, false));
-  assistant.addEventListener("click", pillClick);
-  return { n, question, turn, assistant, answerEl, status };
-}
-
-function cardFor(pill) {
-  const id = pill.dataset.citeId;
-  const turn = pill.closest(".turn");
-  return turn && turn.querySelector(`.source-card[data-cite-id="${CSS.escape(id)}"]`);
-}
-
-function pillEvent(event, on) {
-  const pill = event.target.closest && event.target.closest(".pill");
-  if (!pill) return;
-  const card = cardFor(pill);
-  if (card) card.classList.toggle("highlight", on);
-}
-
-function pillClick(event) {
-  const pill = event.target.closest && event.target.closest(".pill");
-  if (!pill) return;
-  const card = cardFor(pill);
-  if (!card) return;
-  for (const other of card.parentElement.querySelectorAll(".source-card.selected")) other.classList.remove("selected");
-  card.classList.add("selected", "flash");
-  card.scrollIntoView({ behavior: "smooth", block: "nearest" });
-  card.focus({ preventScroll: true });
-  setTimeout(() => card.classList.remove("flash"), 1600);
-}
-
-function pillMaker(t, numbers, citations) {
-  const byId = new Map(citations.map((c) => [c.id, c]));
-  return (id) => {
-    const n = numbers.get(id);
-    const citation = byId.get(id);
-    const label = citation ? `Source ${n}: ${citation.title}${citation.section ? " › " + citation.section : ""}` : `Source ${n}`;
-    return el(
-      "button",
-      {
-        type: "button",
-        class: "pill",
-        "data-cite-id": id,
-        "aria-label": label,
-        title: citation ? label : id,
-        "aria-controls": citation ? `turn-${t.n}-source-${n}` : undefined,
-      },
-      String(n),
-    );
-  };
-}
-
-function renderInto(t, answer, citations, streaming) {
-  const numbers = numbering(answer, citations);
-  t.answerEl.replaceChildren(renderAnswer(answer, pillMaker(t, numbers, citations)));
-  if (streaming) {
-    const last = t.answerEl.lastElementChild || t.answerEl;
-    last.append(el("span", { class: "cursor", "aria-hidden": "true" }));
-  }
-}
-
-function sourceCards(t, citations) {
-  const items = citations.map((c, i) => {
-    const n = i + 1;
-    const text = el("pre", { class: "chunk-text" });
-    text.textContent = c.text || c.snippet || "";
-    return el(
-      "li",
-      { class: "source-card", id: `turn-${t.n}-source-${n}`, "data-cite-id": c.id, tabindex: "-1" },
-      el(
-        "div",
-        { class: "card-head" },
-        el("span", { class: "card-number", "aria-hidden": "true" }, String(n)),
-        el(
-          "div",
-          { class: "card-title" },
-          el("span", { class: "title", text: c.title || c.id }),
-          c.section ? el("span", { class: "section" }, el("span", { class: "sep", "aria-hidden": "true" }, " › "), c.section) : null,
-        ),
-        el("span", { class: "score", title: "Retrieval score" }, `score ${formatScore(c.score)}`),
-      ),
-      el(
-        "a",
-        { class: "source-url", href: c.url, target: "_blank", rel: "noopener noreferrer" },
-        el("span", { text: c.url }),
-        icon("link"),
-        el("span", { class: "visually-hidden", text: " (opens in a new tab)" }),
-      ),
-      c.snippet ? el("p", { class: "snippet", text: c.snippet }) : null,
-      el("details", { class: "chunk" }, el("summary", {}, "Show source"), text),
-    );
-  });
-  return el(
-    "section",
-    { class: "sources", "aria-label": "Sources" },
-    el("h3", { text: citations.length === 1 ? "Source" : `Sources (${citations.length})` }),
-    el("ol", { class: "source-list" }, items),
-  );
-}
-
-function refusalBanner(reason) {
-  const { summary, code, detail } = describeReason(reason);
-  return el(
-    "div",
-    { class: "refusal-banner", role: "note" },
-    el("strong", { class: "refusal-title", text: "Not covered by the docs" }),
-    el("p", { class: "refusal-reason", text: summary }),
-    code || detail
-      ? el(
-          "p",
-          { class: "refusal-detail" },
-          code ? el("code", { text: code }) : null,
-          detail ? ` ${detail}` : null,
-        )
-      : null,
-  );
-}
-
-async function copyText(text) {
-  if (navigator.clipboard && window.isSecureContext) {
-    try {
-      await navigator.clipboard.writeText(text);
-      return true;
-    } catch {
-      /* permission denied: fall back below */
-    }
-  }
-  const area = el("textarea", { class: "clipboard-helper", readonly: true, "aria-hidden": "true" });
-  area.value = text;
-  document.body.append(area);
-  area.select();
-  let ok = false;
-  try {
-    ok = document.execCommand("copy");
-  } catch {
-    ok = false;
-  }
-  area.remove();
-  return ok;
-}
-
-function traceFooter(response) {
-  const traceId = response.trace_id;
-  const traceCode = el("code", { class: "trace-id", text: traceId, tabindex: "0" });
-  const copyStatus = el("span", { class: "copy-status", role: "status" });
-  const copyButton = el(
-    "button",
-    {
-      type: "button",
-      class: "icon-button copy-trace",
-      "aria-label": "Copy trace ID",
-      title: "Copy trace ID",
-      onclick: async () => {
-        const ok = await copyText(traceId);
-        if (ok) {
-          copyStatus.textContent = "Copied";
-        } else {
-          const range = document.createRange();
-          range.selectNodeContents(traceCode);
-          const selection = window.getSelection();
-          selection.removeAllRanges();
-          selection.addRange(range);
-          copyStatus.textContent = "Selected — press Ctrl+C to copy";
-        }
-        setTimeout(() => (copyStatus.textContent = ""), 2500);
-      },
-    },
-    icon("copy"),
-    el("span", { class: "button-label", text: "Copy" }),
-  );
-
-  const status = el("p", { class: "feedback-status", role: "status" });
-  const comment = el("textarea", {
-    class: "feedback-comment",
-    rows: "2",
-    maxlength: "2000",
-    placeholder: "What was wrong or missing? (optional)",
-  });
-  const commentId = `comment-${traceId}`;
-  comment.id = commentId;
-  let verdict = null;
-  const thumbs = {};
-  const submit = el("button", { type: "submit", class: "primary small" }, "Send feedback");
-  const feedbackForm = el(
-    "form",
-    { class: "feedback-form", hidden: true },
-    el("label", { for: commentId, text: "Comment (optional)" }),
-    comment,
-    el(
-      "div",
-      { class: "feedback-actions" },
-      submit,
-      el(
-        "button",
-        {
-          type: "button",
-          class: "secondary small",
-          onclick: () => {
-            feedbackForm.hidden = true;
-            choose(null);
-          },
-        },
-        "Cancel",
-      ),
-    ),
-  );
-  function choose(value) {
-    verdict = value;
-    for (const [key, button] of Object.entries(thumbs)) button.setAttribute("aria-pressed", String(key === value));
-  }
-  for (const [value, label] of [
-    ["up", "Helpful"],
-    ["down", "Not helpful"],
-  ]) {
-    thumbs[value] = el(
-      "button",
-      {
-        type: "button",
-        class: `icon-button thumb thumb-${value}`,
-        "aria-pressed": "false",
-        "aria-label": label,
-        title: label,
-        onclick: () => {
-          choose(value);
-          status.textContent = "";
-          feedbackForm.hidden = false;
-          submit.textContent = value === "up" ? "Send: helpful" : "Send: not helpful";
-          comment.focus();
-        },
-      },
-      icon(value),
-    );
-  }
-  feedbackForm.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    if (!verdict) return;
-    submit.disabled = true;
-    status.classList.remove("error");
-    status.textContent = "Sending…";
-    try {
-      const text = comment.value.trim();
-      await postJSON(`/traces/${encodeURIComponent(traceId)}/feedback`, { verdict, comment: text || null });
-      feedbackForm.hidden = true;
-      status.textContent = `Thanks — your feedback (${verdict === "up" ? "helpful" : "not helpful"}) was recorded.`;
-      for (const button of Object.values(thumbs)) button.disabled = true;
-    } catch (err) {
-      status.classList.add("error");
-      status.textContent = `Feedback not sent: ${err.message}`;
-    } finally {
-      submit.disabled = false;
-    }
-  });
-
-  return el(
-    "footer",
-    { class: "answer-meta" },
-    el(
-      "div",
-      { class: "trace" },
-      el("span", { class: "meta-label", text: "Trace" }),
-      traceCode,
-      copyButton,
-      copyStatus,
-    ),
-    el(
-      "div",
-      { class: "feedback", role: "group", "aria-label": "Was this answer helpful?" },
-      el("span", { class: "meta-label", text: "Helpful?" }),
-      thumbs.up,
-      thumbs.down,
-    ),
-    feedbackForm,
-    status,
-  );
-}
-
-function finish(t, response) {
-  t.status.remove();
-  t.assistant.removeAttribute("aria-busy");
-  if (response.refused) {
-    t.turn.dataset.state = "refused";
-    t.assistant.classList.add("refused");
-    t.assistant.prepend(refusalBanner(response.refusal_reason));
-    renderInto(t, response.answer, [], false);
-    // a refusal carries no sources; drop any pills that came with streamed sentences
-    for (const pill of t.answerEl.querySelectorAll(".pill")) pill.remove();
-  } else {
-    t.turn.dataset.state = "answered";
-    renderInto(t, response.answer, response.citations, false);
-    if (response.citations.length) t.assistant.append(sourceCards(t, response.citations));
-  }
-  t.assistant.append(traceFooter(response));
-  state.exchanges.push({ question: t.question, answer: response.answer });
-}
-
-function fail(t, err) {
-  t.status.remove();
-  t.assistant.removeAttribute("aria-busy");
-  t.turn.dataset.state = "error";
-  t.assistant.classList.add("failed");
-  t.answerEl.querySelector(".cursor")?.remove();
-  const title = err instanceof ApiError && err.status ? `The server refused the request (HTTP ${err.status})` : "Something went wrong";
-  const message = err instanceof ApiError ? err.message : `Unexpected error: ${err && err.message ? err.message : err}`;
-  t.assistant.append(
-    errorBox(title, message, () => {
-      questionEl.value = t.question;
-      questionEl.focus();
-      autoGrow();
-    }),
-  );
-}
-
-function abortCurrent(reason) {
-  if (!state.current) return;
-  const { controller, turn } = state.current;
-  state.current = null;
-  controller.abort();
-  turn.status.remove();
-  turn.assistant.removeAttribute("aria-busy");
-  turn.turn.dataset.state = "aborted";
-  turn.answerEl.querySelector(".cursor")?.remove();
-  turn.assistant.append(el("p", { class: "aborted-note", text: reason }));
-}
-
-async function ask(question) {
-  abortCurrent("Stopped: a new question was asked before this answer finished.");
-  const t = newTurn(question);
-  const controller = new AbortController();
-  state.current = { controller, turn: t };
-  setBusy(true);
-  t.turn.scrollIntoView({ behavior: "smooth", block: "start" });
-
-  const body = { question, history: history() };
-  const corpus = selectedCorpus();
-  if (corpus) body.corpus = corpus;
-
-  let streamed = "";
-  let final = null;
-  try {
-    for await (const { event, data } of streamEvents("/ask/stream", body, controller.signal)) {
-      if (event === "sentence") {
-        streamed = streamed ? `${streamed} ${data.rendered}` : data.rendered;
-        t.turn.dataset.sentences = String(Number(t.turn.dataset.sentences || 0) + 1);
-        t.status.hidden = true;
-        renderInto(t, streamed, [], true);
-      } else if (event === "final") {
-        final = data;
-      }
-    }
-    if (!final) throw new ApiError("The answer stream ended before the final answer arrived. Please try again.", { code: "incomplete_stream" });
-    finish(t, final);
-  } catch (err) {
-    if (err && err.name === "AbortError") return; // abortCurrent already marked the turn
-    fail(t, err);
-  } finally {
-    if (state.current && state.current.controller === controller) {
-      state.current = null;
-      setBusy(false);
-    }
-  }
-}
+const conversation = createConversation({
+  container: conversationEl,
+  api,
+  corpus: selectedCorpus,
+  onStart: () => (emptyState.hidden = true),
+  onBusy: setBusy,
+  onRetry: (question) => {
+    questionEl.value = question;
+    questionEl.focus();
+    autoGrow();
+  },
+});
 
 function setBusy(busy) {
   form.classList.toggle("busy", busy);
@@ -518,7 +104,7 @@ function setBusy(busy) {
 
 const stopButton = el("button", { type: "button", class: "secondary stop", hidden: true }, "Stop");
 stopButton.addEventListener("click", () => {
-  abortCurrent("Stopped.");
+  conversation.stop("Stopped.");
   setBusy(false);
   questionEl.focus();
 });
@@ -537,7 +123,7 @@ function submitQuestion() {
   }
   questionEl.value = "";
   autoGrow();
-  ask(question);
+  conversation.ask(question);
 }
 
 form.addEventListener("submit", (event) => {
@@ -561,14 +147,13 @@ for (const example of document.querySelectorAll(".example")) {
 }
 
 $("#new-chat").addEventListener("click", () => {
-  abortCurrent("Stopped.");
+  conversation.reset();
   setBusy(false);
-  state.exchanges = [];
   for (const node of [...conversationEl.children]) if (node !== emptyState) node.remove();
   emptyState.hidden = false;
   questionEl.focus();
 });
 
-window.citedocs = { state, ask }; // for debugging and tests
+window.citedocs = { state: conversation.state, ask: conversation.ask }; // for debugging and tests
 loadCorpora();
 questionEl.focus();

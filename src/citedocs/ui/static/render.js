@@ -128,3 +128,13 @@ export function describeReason(reason) {
 export function formatScore(score) {
   return typeof score === "number" && Number.isFinite(score) ? score.toFixed(2) : "–";
 }
+
+/** The URL if it is http(s), else null: a source link must never run script (javascript:, data:). */
+export function safeUrl(url) {
+  try {
+    const parsed = new URL(url, document.baseURI);
+    return parsed.protocol === "http:" || parsed.protocol === "https:" ? parsed.href : null;
+  } catch {
+    return null;
+  }
+}

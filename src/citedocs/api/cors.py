@@ -1,0 +1,94 @@
+"""Cross-origin access: which web pages (the embeddable widget's hosts) may call the API.
+
+Policy, in one place:
+* Public assets (`/widget.js`, `/static/...`) carry `Access-Control-Allow-Origin: *`: they hold no
+  data, and a page embedding the widget must be able to load its ES modules cross-origin.
+* Every other route answers a cross-origin call only from an origin in `cors_origins` (default:
+  none). A preflight from any other origin gets 403 `origin_not_allowed` and no CORS headers, so the
+  browser never sends the JSON request itself; an actual request from such an origin is answered
+  without CORS headers, so the page cannot read it (same-origin pages are not affected).
+* `/mcp` refuses any request whose `Origin` is not allowed, preflight or not: MCP clients send no
+  Origin, and a browser-borne request to a local server (DNS rebinding) must not reach the tools.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .. import config
+from ..contract import ErrorBody
+
+PUBLIC_PREFIXES = ("/static/", "/widget.js")
+ALLOW_METHODS = "GET, POST, DELETE, OPTIONS"
+ALLOW_HEADERS = "authorization, content-type, accept, last-event-id, mcp-protocol-version, mcp-session-id"
+EXPOSE_HEADERS = "retry-after, www-authenticate, mcp-session-id"
+MAX_AGE_S = "600"
+
+
+def _refusal(origin: str) -> JSONResponse:
+    detail = (
+        f"origin {origin} may not call this server; the operator adds it to cors_origins "
+        "(config.toml or CITEDOCS_CORS_ORIGINS) to let pages there use the API or the widget"
+    )
+    return JSONResponse(status_code=403, content=ErrorBody(error="origin_not_allowed", detail=detail).model_dump())
+
+
+class CrossOrigin:
+    """ASGI middleware applying the policy above for a fixed set of allowed origins."""
+
+    def __init__(self, app: ASGIApp, allowed: tuple[str, ...]) -> None:
+        self.app = app
+        self.allowed = frozenset(allowed)
+
+    def origin_allowed(self, origin: str) -> bool:
+        return origin.lower().rstrip("/") in self.allowed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        origin = headers.get("origin")
+        if origin is None:
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        public = path.startswith(PUBLIC_PREFIXES)
+        allowed = public or self.origin_allowed(origin)
+        preflight = scope["method"] == "OPTIONS" and "access-control-request-method" in headers
+        if not allowed and (preflight or path == "/mcp"):
+            await _refusal(origin)(scope, receive, send)
+            return
+        cors = (
+            [(b"access-control-allow-origin", b"*")]
+            if public
+            else [(b"access-control-allow-origin", origin.encode("latin-1")), (b"vary", b"Origin")]
+            if allowed
+            else []
+        )
+        if preflight:
+            response_headers = cors + [
+                (b"access-control-allow-methods", ALLOW_METHODS.encode()),
+                (b"access-control-allow-headers", ALLOW_HEADERS.encode()),
+                (b"access-control-max-age", MAX_AGE_S.encode()),
+                (b"content-length", b"0"),
+            ]
+            await send({"type": "http.response.start", "status": 204, "headers": response_headers})
+            await send({"type": "http.response.body", "body": b""})
+            return
+
+        async def with_cors(message: Message) -> None:
+            if message["type"] == "http.response.start" and cors:
+                message["headers"] = [*message.get("headers", []), *cors, (b"access-control-expose-headers", EXPOSE_HEADERS.encode())]
+            await send(message)
+
+        await self.app(scope, receive, with_cors)
+
+
+def install(app: FastAPI) -> None:
+    """Apply the policy for the configured `cors_origins` (added last, so it sees every response)."""
+    app.state.cors_origins = config.setting("cors_origins")
+    app.add_middleware(CrossOrigin, allowed=app.state.cors_origins)

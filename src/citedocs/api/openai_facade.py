@@ -1,0 +1,205 @@
+"""An OpenAI-compatible facade, so chat front ends (Open WebUI, LibreChat, the `openai` SDK) can use
+citedocs as a "model": `GET /v1/models` lists the caller's corpora as models and
+`POST /v1/chat/completions` (streaming or not) answers the conversation's last user message from
+the corpus named by `model`, earlier turns becoming the follow-up history.
+
+The reply is the validated answer with its chunk-id markers replaced by numbers `[1]`, then a
+Markdown list of the numbered sources; a refusal is just its refusal text. The structured contract
+(citations, refused, refusal_reason, trace_id, corpus_version) rides along in an extra top-level
+`citedocs` field (the last chunk, when streaming). A thin adapter over `service.py`: same auth, rate
+limit and errors as `/ask`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from datetime import datetime
+from collections.abc import Callable, Iterator
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..contract import MAX_HISTORY_TURNS, AskRequest, AskResponse, Citation, ErrorBody, HistoryTurn
+from ..service import EmptyQuestion, Services
+from .openapi import BODY_ERRORS, ERRORS, GUARDED
+
+SOURCES_HEADING = "**Sources**"
+MARKER = re.compile(r"\[([^\[\]\s]+#[^\[\]\s]*/\d+)\]")  # the chunk-id markers of the contract
+WITHDRAWN = "(The text above could not be verified against the docs and is withdrawn.)"
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+    def text(self) -> str:
+        """The message text; content parts other than text (images, files) are ignored."""
+        if isinstance(self.content, list):
+            return "\n".join(str(p.get("text", "")) for p in self.content if p.get("type") == "text")
+        return self.content or ""
+
+
+class ChatCompletionRequest(BaseModel):
+    """What OpenAI clients send; sampling parameters (temperature, max_tokens, ...) are accepted and ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+    model: str = Field(description="A corpus name, as listed by GET /v1/models.")
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+
+
+class ModelCard(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str
+
+
+def _timestamp(iso: str) -> int:
+    try:
+        return int(datetime.fromisoformat(iso).timestamp())
+    except ValueError:
+        return 0
+
+
+def to_ask_request(body: ChatCompletionRequest) -> AskRequest:
+    """The last user message is the question; earlier user/assistant turns are the history."""
+    turns = [m for m in body.messages if m.role in ("user", "assistant")]
+    if not turns or turns[-1].role != "user" or not turns[-1].text().strip():
+        raise EmptyQuestion("the last message must be the user's question (role 'user', non-empty text)")
+    history = [
+        HistoryTurn(role=m.role, content=m.text().split(f"\n\n{SOURCES_HEADING}")[0][:20_000]) for m in turns[:-1]
+    ]
+    return AskRequest(question=turns[-1].text().strip()[:2000], corpus=body.model, history=history[-MAX_HISTORY_TURNS:])
+
+
+class Numbering:
+    """Chunk id -> citation number, in order of first use, kept stable across a streamed answer."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[str, int] = {}
+
+    def render(self, text: str) -> str:
+        def number(match: re.Match) -> str:
+            return f"[{self.numbers.setdefault(match.group(1), len(self.numbers) + 1)}]"
+
+        return MARKER.sub(number, text)
+
+    def sources(self, citations: list[Citation]) -> str:
+        """The numbered Markdown list of sources (only cited chunks, in number order)."""
+        for c in citations:
+            self.numbers.setdefault(c.id, len(self.numbers) + 1)
+        lines = []
+        for c in sorted(citations, key=lambda c: self.numbers[c.id]):
+            label = f"{c.title} › {c.section}" if c.section and c.section != c.title else c.title
+            label = label.replace("[", "\\[").replace("]", "\\]")
+            lines.append(f"{self.numbers[c.id]}. [{label}](<{c.url}>)")
+        return f"\n\n{SOURCES_HEADING}\n" + "\n".join(lines) if lines else ""
+
+
+def separator(shown: str, previous_code: bool, code: bool) -> str:
+    """What goes before the next streamed sentence so the stream reads exactly like the final answer
+    (validator.ValidationResult.answer): prose runs on, a code block stands on its own lines."""
+    if not shown:
+        return ""
+    if code:
+        return "\n\n" if previous_code else " \n\n"
+    return "\n\n" if previous_code else " "
+
+
+def structured(response: AskResponse) -> dict:
+    return response.model_dump(exclude={"answer"})
+
+
+def reply_text(response: AskResponse) -> str:
+    if response.refused:
+        return response.answer
+    numbering = Numbering()
+    return numbering.render(response.answer) + numbering.sources(response.citations)
+
+
+def create_router(services: Callable[[], Services], caller: Callable[[Request], str | None]) -> APIRouter:
+    router = APIRouter(prefix="/v1", tags=["OpenAI-compatible"])
+    tenant_of = Depends(caller)  # a default, not an annotation: this module's annotations are strings
+
+    @router.get("/models", responses=GUARDED)
+    def list_models(tenant: str | None = tenant_of) -> dict:
+        """The caller's corpora, each usable as `model` in /v1/chat/completions."""
+        cards = [
+            ModelCard(id=c.name, created=_timestamp(c.updated_at), owned_by=c.tenant).model_dump()
+            for c in services().corpora(tenant)
+        ]
+        return {"object": "list", "data": cards}
+
+    @router.post(
+        "/chat/completions",
+        responses={
+            200: {"content": {"text/event-stream": {}}, "description": "JSON, or Server-Sent Events with `stream: true`"},
+            **BODY_ERRORS,
+            **ERRORS,
+            **GUARDED,
+        },
+    )
+    def chat_completions(body: ChatCompletionRequest, request: Request, tenant: str | None = tenant_of):
+        """Answer the last user message from the corpus named by `model`; `stream: true` sends SSE chunks."""
+        ask = to_ask_request(body)
+        created = int(time.time())
+        if not body.stream:
+            response = services().ask(ask, tenant)
+            request.state.trace_id = response.trace_id
+            return {
+                "id": f"chatcmpl-{response.trace_id}",
+                "object": "chat.completion",
+                "created": created,
+                "model": body.model,
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": reply_text(response)}, "finish_reason": "stop"}
+                ],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+                "citedocs": structured(response),
+            }
+        events = services().ask_events(ask, tenant)  # bad corpus or question fails here, before streaming
+
+        def chunk(delta: dict, finish: str | None = None, **extra: Any) -> str:
+            payload = {
+                "id": f"chatcmpl-{created}",
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": body.model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                **extra,
+            }
+            return f"data: {json.dumps(payload)}\n\n"
+
+        def stream() -> Iterator[str]:
+            numbering = Numbering()
+            shown = ""
+            previous_code = False
+            yield chunk({"role": "assistant", "content": ""})
+            for event in events:
+                if event.kind == "sentence":
+                    code = event.sentence.text.startswith("```")
+                    piece = separator(shown, previous_code, code) + numbering.render(event.sentence.rendered())
+                    yield chunk({"content": piece})
+                    shown, previous_code = shown + piece, code
+                    continue
+                response = event.response
+                request.state.trace_id = response.trace_id
+                if response.refused:
+                    tail = f"\n\n{WITHDRAWN}\n\n{response.answer}" if shown else response.answer
+                elif shown:
+                    tail = numbering.sources(response.citations)
+                else:  # a backend that answers in one piece streams no sentences
+                    tail = numbering.render(response.answer) + numbering.sources(response.citations)
+                yield chunk({"content": tail})
+                yield chunk({}, "stop", citedocs=structured(response))
+            yield "data: [DONE]\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+    return router
