@@ -23,7 +23,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..contract import MAX_HISTORY_TURNS, AskRequest, AskResponse, Citation, ErrorBody, HistoryTurn
+from ..contract import MAX_HISTORY_TURNS, AskRequest, AskResponse, Citation, HistoryTurn
 from ..service import EmptyQuestion, Services
 from .openapi import BODY_ERRORS, ERRORS, GUARDED
 
