@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from . import config
+from . import config, threads
 from .eval.cases import CaseFileError
 from .ingest.admission import PolicyError
 from .index.store import StoreUnavailable
@@ -316,6 +316,22 @@ def serve(
     err.print(f"citedocs on http://{host}:{port}  (API docs: /docs; {auth}; pruned {pruned} expired traces)")
     configure_json_logging()
     uvicorn.run(application, host=host, port=port, log_config=None, access_log=False)
+
+
+@app.command("threads")
+def threads_command(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Load the models as every command does, then report the thread counts torch, BLAS and
+    llama.cpp run with (decided in citedocs/threads.py)."""
+    from .encoders import bi_encoder
+
+    bi_encoder()
+    planned = threads.plan().as_dict()
+    applied = threads.current()
+    if as_json:
+        print(json.dumps({"planned": planned, "applied": applied, "usable_cores": threads.usable_cores()}))
+        return
+    for library in threads.LIBRARIES:
+        console.print(f"{library}: {applied[library]} (planned {planned[library]})")
 
 
 @app.command("copy-index")
