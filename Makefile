@@ -2,7 +2,7 @@
 PYTHON ?= python3.11
 VENV ?= .venv
 
-.PHONY: install demo test eval bench
+.PHONY: install demo test eval bench bench-peer
 
 install:  ## one-line install: a venv with citedocs, its pinned dependencies and bundled models
 	$(PYTHON) -m venv $(VENV)
@@ -20,3 +20,7 @@ eval:  ## every shared corpus ingested (format detected), then retrieval + answe
 
 bench:
 	$(VENV)/bin/python benchmarks/bench_ingest_retrieval.py --out benchmarks/results.json
+
+bench-peer:  ## citedocs vs a LlamaIndex hybrid pipeline on the Astro dev set (same weights, same machine)
+	$(VENV)/bin/pip install --quiet -e '.[bench]' torch==2.13.0
+	$(VENV)/bin/python benchmarks/bench_peer.py --out benchmarks/results-peer.json

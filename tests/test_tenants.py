@@ -178,3 +178,68 @@ def test_cli_key_commands_explain_bad_input(tmp_home, args, needle):
     result = CliRunner().invoke(cli, args, env={"COLUMNS": "200"})
     assert result.exit_code == 2
     assert needle in result.output
+
+
+# A corpus's rankings (BM25 statistics included) must not depend on any other corpus in the store.
+ISOLATED_PAGES = ("guides/deploy/heroku.mdx", "recipes/add-yaml-support.mdx", "reference/errors/missing-sharp.mdx")
+NEIGHBOUR_PAGES = ("guides/deploy/render.mdx", "guides/deploy/buddy.mdx", "guides/deploy/surge.mdx")
+ISOLATION_QUESTIONS = (QUESTION, "How do I import YAML data into a component?", "sharp is missing when I build my site")
+
+
+def test_a_corpus_ranks_the_same_whatever_other_corpus_is_indexed(request, store_backend, tmp_path):
+    from conftest import open_services
+    from citedocs.retrieve.hybrid import RetrievalConfig
+
+    services = open_services(request, store_backend, tmp_path, "isolation", backend="extractive")
+    services.ingest(copy_astro_pages(tmp_path / "a", ISOLATED_PAGES), "team-a", ASTRO_BASE_URL, tenant="acme")
+
+    def rankings() -> dict:
+        modes = {"bm25": RetrievalConfig(mode="bm25", rerank=False), "hybrid+rerank": RetrievalConfig()}
+        return {
+            (mode, question): [(h.chunk.id, h.score) for h in services.search(question, "team-a", 8, config).hits]
+            for mode, config in modes.items()
+            for question in ISOLATION_QUESTIONS
+        }
+
+    alone = rankings()
+    assert all(alone.values())
+    # another tenant's corpus about the same subject: shared words, other document frequencies
+    services.ingest(copy_astro_pages(tmp_path / "b", NEIGHBOUR_PAGES), "team-b", ASTRO_BASE_URL, tenant="globex")
+    try:
+        assert rankings() == alone  # same chunks, same order, same scores
+    finally:
+        services.store.close()
+
+
+@pytest.mark.parametrize("store_backend", ["sqlite"], scope="session")
+def test_an_index_with_one_shared_bm25_table_is_split_per_corpus_on_open_without_reembedding(tmp_path, store_backend):
+    import sqlite3
+
+    from citedocs.index.sqlite import fts_table
+
+    path = tmp_path / "citedocs.sqlite3"
+    services = Services.open(path, backend="extractive")
+    for corpus, pages in (("team-a", ISOLATED_PAGES), ("team-b", NEIGHBOUR_PAGES)):
+        services.ingest(copy_astro_pages(tmp_path / corpus, pages), corpus, ASTRO_BASE_URL)
+    fresh = services.store.lexical_search("team-a", ["deploy", "heroku"], 8)
+    services.store.close()
+    with sqlite3.connect(path) as db:  # rewrite it as the earlier releases kept it: one table, a corpus column
+        db.execute(
+            "CREATE VIRTUAL TABLE chunks_fts USING fts5(corpus UNINDEXED, title, headings, body,"
+            " tokenize = \"porter unicode61 tokenchars '_'\")"
+        )
+        for corpus in ("team-a", "team-b"):
+            db.execute(
+                f"INSERT INTO chunks_fts (rowid, corpus, title, headings, body)"
+                f" SELECT rowid, ?, title, headings, body FROM {fts_table(corpus)}",
+                (corpus,),
+            )
+            db.execute(f"DROP TABLE {fts_table(corpus)}")
+
+    reopened = Services.open(path, backend="extractive")
+    try:
+        assert reopened.store.lexical_search("team-a", ["deploy", "heroku"], 8) == fresh
+        tables = {r[0] for r in stored_rows(reopened, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert "chunks_fts" not in tables and {fts_table("team-a"), fts_table("team-b")} <= tables
+    finally:
+        reopened.store.close()

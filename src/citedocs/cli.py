@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from . import config
+from . import config, threads
 from .eval.cases import CaseFileError
 from .ingest.admission import PolicyError
 from .ingest.crawl import CrawlSettings, is_url
@@ -460,6 +460,22 @@ def mcp(backend: BackendOpt = None) -> None:
         fail(str(exc))
     services.retriever  # load the models before the agent's first call
     build_server(lambda: services).run("stdio")
+
+
+@app.command("threads")
+def threads_command(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Load the models as every command does, then report the thread counts torch, BLAS and
+    llama.cpp run with (decided in citedocs/threads.py)."""
+    from .encoders import bi_encoder
+
+    bi_encoder()
+    planned = threads.plan().as_dict()
+    applied = threads.current()
+    if as_json:
+        print(json.dumps({"planned": planned, "applied": applied, "usable_cores": threads.usable_cores()}))
+        return
+    for library in threads.LIBRARIES:
+        console.print(f"{library}: {applied[library]} (planned {planned[library]})")
 
 
 @app.command("copy-index")

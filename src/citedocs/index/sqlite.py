@@ -1,5 +1,10 @@
 """Embedded store: one SQLite file with FTS5 for BM25 and float32 vectors as blobs.
 
+Each corpus has its own FTS5 table (``fts_<hash of the name>``): FTS5 computes BM25's statistics
+(document count, average field lengths, document frequencies) over a whole table, so with one
+shared table a corpus's rankings changed whenever another corpus, perhaps another tenant's, was
+ingested. A database written with the earlier single ``chunks_fts`` table is split on open.
+
 Nearest-vector search is exact (one matrix product over the corpus' vectors, kept in memory and
 reloaded when the corpus version changes); at the sizes one machine serves that beats an ANN index.
 
@@ -9,6 +14,7 @@ previous index exactly as it was (SQLite rolls the journal back on the next open
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import threading
@@ -69,10 +75,6 @@ CREATE TABLE IF NOT EXISTS chunk_tokens (
     n_tokens INTEGER NOT NULL,
     vectors BLOB NOT NULL
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    corpus UNINDEXED, title, headings, body,
-    tokenize = "porter unicode61 tokenchars '_'"
-);
 CREATE TABLE IF NOT EXISTS traces (
     trace_id TEXT PRIMARY KEY,
     corpus TEXT NOT NULL,
@@ -103,8 +105,17 @@ _ADDED_COLUMNS = (
     ("traces", "tenant", "TEXT NOT NULL DEFAULT 'default'"),
 )
 
-# BM25 column weights: corpus (unindexed), page title, heading path, body.
-_BM25_WEIGHTS = (0.0, 2.0, 3.0, 1.0)
+# BM25 column weights: page title, heading path, body.
+_BM25_WEIGHTS = (2.0, 3.0, 1.0)
+_FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5(
+    title, headings, body, tokenize = "porter unicode61 tokenchars '_'"
+)"""
+_LEGACY_FTS = "chunks_fts"  # one table for every corpus, with a ``corpus`` column (before per-corpus tables)
+
+
+def fts_table(corpus: str) -> str:
+    """The name of the corpus's FTS5 table (a hash, so any corpus name makes a safe identifier)."""
+    return "fts_" + hashlib.sha256(corpus.encode("utf-8")).hexdigest()[:24]
 _CHUNK_COLUMNS = "id, doc_path, title, heading_path, anchor, anchor_path, url, text, token_count"
 
 
@@ -137,11 +148,40 @@ class SQLiteStore:
             if column not in existing:
                 self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
         self._db.execute("CREATE INDEX IF NOT EXISTS traces_created_at ON traces (created_at)")
+        self._split_legacy_fts()
         self._matrices: dict[str, tuple[str, list[ChunkId], np.ndarray]] = {}  # corpus -> (version, ids, vectors)
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    def _tables(self) -> set[str]:
+        return {r["name"] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+    def _split_legacy_fts(self) -> None:
+        """Move the rows of the shared FTS5 table into per-corpus tables (no re-embedding), once."""
+        if _LEGACY_FTS not in self._tables():
+            return
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if _LEGACY_FTS not in self._tables():  # another process split it while this one waited
+                db.execute("ROLLBACK")
+                return
+            corpora = [r["corpus"] for r in db.execute(f"SELECT DISTINCT corpus FROM {_LEGACY_FTS}")]
+            for corpus in corpora:
+                table = fts_table(corpus)
+                db.execute(_FTS_TABLE.format(table=table))
+                db.execute(
+                    f"INSERT INTO {table} (rowid, title, headings, body)"
+                    f" SELECT rowid, title, headings, body FROM {_LEGACY_FTS} WHERE corpus = ? ORDER BY rowid",
+                    (corpus,),
+                )
+            db.execute(f"DROP TABLE {_LEGACY_FTS}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
 
     # corpora and documents -------------------------------------------------------------
     def list_corpora(self, tenant: str | None = None) -> list[CorpusInfo]:
@@ -179,6 +219,7 @@ class SQLiteStore:
                     raise CorpusOwnedByOtherTenant(
                         f"corpus {corpus!r} belongs to tenant {owner['tenant']!r}; pick another corpus name"
                     )
+                db.execute(_FTS_TABLE.format(table=fts_table(corpus)))
                 for chunk_id in changes.delete_chunk_ids:
                     self._delete_chunk(corpus, chunk_id)
                 for n, (chunk, vectors) in enumerate(changes.upsert_chunks):
@@ -212,7 +253,7 @@ class SQLiteStore:
         row = self._db.execute("SELECT rid FROM chunks WHERE corpus = ? AND id = ?", (corpus, chunk_id)).fetchone()
         if row:
             self._db.execute("DELETE FROM chunks WHERE rid = ?", (row["rid"],))
-            self._db.execute("DELETE FROM chunks_fts WHERE rowid = ?", (row["rid"],))
+            self._db.execute(f"DELETE FROM {fts_table(corpus)} WHERE rowid = ?", (row["rid"],))
             self._db.execute("DELETE FROM chunk_tokens WHERE rid = ?", (row["rid"],))
 
     def _insert_chunk(self, corpus: str, chunk: Chunk, vectors: ChunkVectors) -> None:
@@ -240,10 +281,9 @@ class SQLiteStore:
                 (cursor.lastrowid, len(vectors.tokens), np.asarray(vectors.tokens, dtype=np.int8).tobytes()),
             )
         self._db.execute(
-            "INSERT INTO chunks_fts (rowid, corpus, title, headings, body) VALUES (?, ?, ?, ?, ?)",
+            f"INSERT INTO {fts_table(corpus)} (rowid, title, headings, body) VALUES (?, ?, ?, ?)",
             (
                 cursor.lastrowid,
-                corpus,
                 " ".join(search_terms(chunk.title)),
                 " ".join(search_terms(" ".join(chunk.heading_path))),
                 " ".join(search_terms(chunk.text)),
@@ -268,12 +308,15 @@ class SQLiteStore:
         if not terms:
             return []
         weights = ", ".join(str(w) for w in _BM25_WEIGHTS)
+        table = fts_table(corpus)
         with self._lock:
+            if table not in self._tables():  # a corpus never ingested
+                return []
             rows = self._db.execute(
-                f"SELECT c.id AS id, bm25(chunks_fts, {weights}) AS score FROM chunks_fts"
-                " JOIN chunks c ON c.rid = chunks_fts.rowid"
-                " WHERE chunks_fts MATCH ? AND chunks_fts.corpus = ? ORDER BY score LIMIT ?",
-                (fts_match_expression(terms, match_all), corpus, limit),
+                f"SELECT c.id AS id, bm25({table}, {weights}) AS score FROM {table}"
+                f" JOIN chunks c ON c.rid = {table}.rowid"
+                f" WHERE {table} MATCH ? ORDER BY score LIMIT ?",
+                (fts_match_expression(terms, match_all), limit),
             ).fetchall()
         # FTS5's bm25() is "lower is better"; flip it so every stage reports higher = better.
         return [(ChunkId(r["id"]), -float(r["score"])) for r in rows]

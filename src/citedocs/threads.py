@@ -1,0 +1,91 @@
+"""How many threads each numeric library may use, decided once for the CLI and the server.
+
+Three thread pools live in a citedocs process, and left to themselves each sizes itself to every
+core of the machine:
+
+* **torch** (intra-op, OpenMP): the MiniLM forward passes. Ingest encodes batches of chunks, where
+  more threads buy throughput, so it gets ``CITEDOCS_THREADS`` or every core the process may use.
+* **BLAS** (numpy's OpenBLAS, or MKL where numpy links it): what numpy does per query is small (a
+  matrix-vector product over the corpus' unit vectors, MaxSim over 20 chunks of at most 126
+  tokens, unit-normalising a few rows), so a second thread cannot pay for its hand-off. Worse,
+  OpenBLAS's idle threads spin-wait for the next call, and they spin on the very cores torch's
+  OpenMP threads need next: measured on 2 cores (issue #12), encoding one question took ~105 ms
+  inside the retrieval loop and ~10 ms alone, and pinning OpenBLAS to one thread brought the whole
+  hybrid+rerank query from ~120 ms to ~28 ms with identical rankings. So BLAS gets exactly 1.
+* **llama.cpp** (the ``local`` backend): decode is memory-bound and its threads spin-wait on each
+  other; on a busy 2-core box 2 threads were far slower than 1, so 1 unless ``CITEDOCS_THREADS``
+  says otherwise.
+
+The Hugging Face tokenizers' own Rust pool is switched off as well (``TOKENIZERS_PARALLELISM``):
+it would be one more pool competing for the same cores, and it warns after a fork.
+
+``apply()`` enforces the plan in the running process (torch by its API, BLAS through
+threadpoolctl, which works after numpy is loaded). The encoder's loader calls it, so every process
+that embeds or retrieves (each CLI command, ``citedocs serve``, an application importing citedocs)
+runs with it; the ``local`` backend reads ``plan().llama``.
+``current()`` reads the limits back from the libraries themselves (``citedocs threads``, and the
+server's ``citedocs_threads`` gauge on ``/metrics``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import asdict, dataclass
+
+from . import config
+
+LIBRARIES = ("torch", "blas", "llama")
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@dataclass(frozen=True)
+class ThreadPlan:
+    torch: int  # intra-op threads for the encoder
+    blas: int  # numpy's BLAS
+    llama: int  # llama.cpp decode and prompt threads (the ``local`` backend)
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity, which containers and taskset narrow)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def plan() -> ThreadPlan:
+    configured = config.setting("threads")
+    return ThreadPlan(torch=configured or usable_cores(), blas=1, llama=configured or 1)
+
+
+_lock = threading.Lock()
+_blas_limiter = None  # the threadpoolctl limiter, kept so its limit is not garbage-collected away
+
+
+def apply() -> ThreadPlan:
+    """Enforce ``plan()`` in this process (cheap and idempotent; later calls re-apply it)."""
+    global _blas_limiter
+    chosen = plan()
+    with _lock:
+        import torch
+        from threadpoolctl import threadpool_limits
+
+        if torch.get_num_threads() != chosen.torch:
+            torch.set_num_threads(chosen.torch)
+        # openblas_set_num_threads / mkl_set_num_threads on every BLAS numpy (or anything else) loaded
+        _blas_limiter = threadpool_limits(limits=chosen.blas, user_api="blas")
+    return chosen
+
+
+def current() -> dict[str, int]:
+    """The limits as the libraries report them now (llama.cpp has no global: the planned value)."""
+    import torch
+    from threadpoolctl import threadpool_info
+
+    blas = [pool["num_threads"] for pool in threadpool_info() if pool.get("user_api") == "blas"]
+    return {"torch": torch.get_num_threads(), "blas": max(blas, default=0), "llama": plan().llama}
