@@ -51,17 +51,6 @@ def _services():
     return Services.open()
 
 
-def _print_crawl(crawled) -> None:
-    for problem in crawled.problems():
-        err.print(f"[yellow]{problem.outcome}[/] {problem.url}: {problem.detail}")
-    counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(crawled.counts().items())) or "nothing"
-    more = f"; stopped at --max-pages with URLs left" if crawled.truncated else ""
-    console.print(
-        f"crawled {crawled.scope} in {crawled.seconds:.1f}s: {counts}{more}; "
-        f"mirror {crawled.folder}, per-URL report {crawled.folder.parent / 'report.json'}"
-    )
-
-
 PHASE_LABELS = {"parse": "parsing files", "embed": "embedding chunks"}
 
 
