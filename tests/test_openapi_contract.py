@@ -101,8 +101,11 @@ def test_schemathesis_finds_nothing_against_a_real_server(tenant_services, tmp_p
     with running_server(home, **env, CITEDOCS_RATE_LIMIT_PER_MINUTE="0") as (base, _):
         run = subprocess.run(
             [str(SCHEMATHESIS), "run", f"{base}/openapi.json", "--checks", CHECKS, "--max-examples", "8",
-             "--seed", "1", "--workers", "2", "--request-timeout", "60", *headers],
+             "--seed", "1", "--workers", "2", "--request-timeout", "60", *headers,
+             # every warning but validation_mismatch: /v1/chat/completions takes a corpus name as its
+             # `model`, which no schema can enumerate, so random names are rightly answered 404
+             "--warnings", "missing_auth,missing_test_data,base_url_mismatch,dictionary_mismatch"],
             cwd=tmp_path, capture_output=True, text=True, timeout=600,
         )  # fmt: skip
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
-    assert "No issues found" in run.stdout
+    assert "No issues found" in run.stdout, run.stdout[-4000:]

@@ -34,7 +34,7 @@ WITHDRAWN = "(The text above could not be verified against the docs and is withd
 
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    role: str
+    role: Literal["system", "developer", "user", "assistant", "tool"]
     content: str | list[dict[str, Any]] | None = None
 
     def text(self) -> str:
