@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -31,6 +32,7 @@ from .model_file import MODEL_NAME, ModelFileError, model_path, verify_model
 
 DEFAULT_CONTEXT = 8192  # tokens; the answer prompt (6 chunks + history) stays well under it
 START_TIMEOUT_S = 180.0
+KEY_ENV = "CITEDOCS_LLM_SERVER_KEY"  # the managed server's bearer key, passed by environment (never argv)
 
 
 class LlmServerError(RuntimeError):
@@ -67,8 +69,11 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
-def run_server(cfg: ServerConfig, exit_with_parent: bool = False) -> None:
-    """Load the (verified) model into llama.cpp's HTTP server and serve until SIGTERM/SIGINT."""
+def run_server(cfg: ServerConfig, exit_with_parent: bool = False, api_key: str | None = None) -> None:
+    """Load the (verified) model into llama.cpp's HTTP server and serve until SIGTERM/SIGINT.
+
+    With ``api_key`` every API call must carry it as a bearer token: the managed server gets a fresh
+    random key, so other local users and web pages (llama.cpp allows any CORS origin) cannot use it."""
     import xllamacpp as xlc
 
     params = xlc.CommonParams()
@@ -78,6 +83,8 @@ def run_server(cfg: ServerConfig, exit_with_parent: bool = False) -> None:
     params.n_parallel = 1  # one slot: requests queue, and its KV cache is the prompt prefix reused next time
     params.offline = True
     params.hostnames = [cfg.host]
+    if api_key:
+        params.api_keys = [api_key]
     params.cache_ram_mib = 1024  # llama.cpp keeps recent prompts' KV state in RAM for prefix reuse
     params.port = cfg.port
     params.cpuparams.n_threads = cfg.threads
@@ -103,6 +110,7 @@ class ManagedServer:
     start_timeout_s: float = START_TIMEOUT_S
     process: subprocess.Popen | None = None
     port: int = 0
+    api_key: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -129,7 +137,13 @@ class ManagedServer:
             ]
             out = log.open("ab") if log is not None else subprocess.DEVNULL
             try:
-                self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                self.process = subprocess.Popen(
+                    command,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    env={**os.environ, KEY_ENV: self.api_key},
+                )
             finally:
                 if log is not None:
                     out.close()
@@ -195,7 +209,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.verified:
         verify_model(model)
     cfg = ServerConfig(model=model, threads=args.threads, host=args.host, port=args.port, n_ctx=args.ctx)
-    run_server(cfg, exit_with_parent=args.exit_with_parent)
+    run_server(cfg, exit_with_parent=args.exit_with_parent, api_key=os.environ.pop(KEY_ENV, None))
 
 
 if __name__ == "__main__":

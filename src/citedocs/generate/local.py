@@ -26,7 +26,10 @@ class LocalGenerator(OpenAICompatibleGenerator):
 
     def __init__(self, server: ManagedServer, timeout_s: float) -> None:
         self.server = server
-        super().__init__(EndpointConfig(base_url=server.base_url, model=MODEL_NAME, timeout_s=timeout_s, structured="llamacpp"))
+        endpoint = EndpointConfig(
+            base_url=server.base_url, model=MODEL_NAME, api_key=server.api_key, timeout_s=timeout_s, structured="llamacpp"
+        )
+        super().__init__(endpoint)
         self.model = MODEL_LABEL
 
     def probe(self) -> str | None:
