@@ -15,7 +15,6 @@ from ..types import Chunk
 from .yesno import GRADE_CHARS, PassageJudge
 
 QUESTION = "Question: {question}\nDoes this passage help answer the question? Answer yes or no."
-MAX_GRADED = 6  # the answer prompt never holds more chunks than this
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,7 @@ class LlmGrader:
 
     def grade(self, question: str, chunks: Sequence[Chunk]) -> list[Grade]:
         grades = []
-        for chunk in chunks[:MAX_GRADED]:
+        for chunk in chunks:
             answer = self.judge.ask(chunk, QUESTION.format(question=question), ("yes", "no"), GRADE_CHARS)
             p = None if answer is None else answer.probabilities["yes"]
             grades.append(Grade(chunk.id, p, p is None or p >= self.min_grade))
