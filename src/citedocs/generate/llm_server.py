@@ -40,13 +40,15 @@ class LlmServerError(RuntimeError):
 
 
 def llama_threads() -> int:
-    """llama.cpp threads for prompt processing and generation: the ``threads`` setting, else 1.
+    """llama.cpp threads for prompt processing and generation: the ``threads`` setting, else 1 on
+    a machine with 2 cores or fewer and half the cores (at most 8) on a larger one.
 
-    One on purpose: on a 2-core machine where the other core is busy, llama.cpp's second thread
-    spin-waits on it and 1 thread beats 2 (see MODELS.md and the README's speed notes). Kept in
-    this one function so that a central thread policy can replace it.
+    One on 2 cores on purpose: when the other core is busy, llama.cpp's second thread spin-waits on
+    it and 1 thread beats 2 (MODELS.md). Kept in this one function so that a central thread policy
+    can replace it.
     """
-    return config.setting("threads") or 1
+    cores = os.cpu_count() or 1
+    return config.setting("threads") or (1 if cores <= 2 else min(8, cores // 2))
 
 
 @dataclass(frozen=True)
