@@ -8,8 +8,9 @@ probabilities of the allowed words from the first token's ``top_logprobs``.
 The prompt puts the passage first and the question last, so the passage's part of the prompt is
 the same for every question about it: llama.cpp (``cache_prompt``, its RAM prompt cache) then
 reuses that prefix, and verifying a second claim against the same chunk costs only the claim's
-tokens. Grading reads only a chunk's opening (``GRADE_CHARS``); verification reads all of it. An endpoint that returns no log-probabilities still works: its one-word answer
-counts as probability 1 for that word.
+tokens. Grading reads only a chunk's opening (``GRADE_CHARS``); verification reads all of it. An
+endpoint that returns no log-probabilities still works: its one-word answer counts as probability
+1 for that word.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from .base import GenerationFault
 from .openai_compat import OpenAICompatibleGenerator
 
 SYSTEM = "You read one documentation passage and answer a question about it with exactly one word."
-GRADE_CHARS = 700  # grading reads a chunk's opening (~175 tokens): it carries the topic, and on 2 CPU cores every prompt token costs
+GRADE_CHARS = 700  # ~175 tokens: a chunk's opening carries its topic, and on 2 CPU cores every prompt token costs
 
 
 @dataclass(frozen=True)
