@@ -22,6 +22,8 @@ class Grade:
     chunk_id: str
     p_relevant: float | None  # None: the model's reply carried no usable yes/no (the chunk is kept)
     kept: bool
+    prompt_tokens: int | None = None
+    evaluated_tokens: int | None = None  # not served from the prompt cache
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -36,6 +38,9 @@ class LlmGrader:
         grades = []
         for chunk in chunks:
             answer = self.judge.ask(chunk, QUESTION.format(question=question), ("yes", "no"), GRADE_CHARS)
-            p = None if answer is None else answer.probabilities["yes"]
-            grades.append(Grade(chunk.id, p, p is None or p >= self.min_grade))
+            if answer is None:
+                grades.append(Grade(chunk.id, None, True))
+                continue
+            p = answer.probabilities["yes"]
+            grades.append(Grade(chunk.id, p, p >= self.min_grade, answer.prompt_tokens, answer.evaluated_tokens))
         return grades

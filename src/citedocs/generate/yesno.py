@@ -31,6 +31,8 @@ class WordProbabilities:
     probabilities: dict[str, float]  # normalised over the allowed words
     answer: str  # the most probable allowed word
     from_logprobs: bool  # False: the endpoint gave no log-probabilities, only its one-word answer
+    prompt_tokens: int | None = None  # the prompt's length
+    evaluated_tokens: int | None = None  # of those, evaluated rather than reused from the prompt cache (llama.cpp)
 
 
 def passage_prompt(chunk: Chunk, question: str, max_chars: int | None = None) -> list[dict]:
@@ -76,4 +78,12 @@ class PassageJudge:
             mass[first_word] = 1.0
         total = sum(mass.values())
         probabilities = {w: round(p / total, 4) for w, p in mass.items()}
-        return WordProbabilities(probabilities, max(probabilities, key=probabilities.get), from_logprobs)
+        usage = body.get("usage") or {}
+        timings = body.get("timings") or {}
+        return WordProbabilities(
+            probabilities,
+            max(probabilities, key=probabilities.get),
+            from_logprobs,
+            usage.get("prompt_tokens"),
+            timings.get("prompt_n"),
+        )

@@ -54,7 +54,10 @@ class LlmEntailmentChecker:
                 answer = self.judge.ask(chunk, QUESTION.format(claim=claim), WORDS)
                 if answer is None:
                     raise GenerationFault("garbage", "no yes/no/unclear in the verifier's reply")
-                verdict.entailment[chunk.id] = {LABELS[w]: p for w, p in answer.probabilities.items()}
+                verdict.entailment[chunk.id] = {LABELS[w]: p for w, p in answer.probabilities.items()} | {
+                    "prompt_tokens": answer.prompt_tokens,
+                    "evaluated_tokens": answer.evaluated_tokens,
+                }
         except GenerationFault:
             verdict.method, verdict.entailment = "lexical", {}
             return verdict
