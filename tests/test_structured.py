@@ -124,3 +124,12 @@ def test_broken_json_is_an_error_not_an_answer(broken):
 def test_several_sentences_in_one_text_each_carry_the_citation():
     text = marker_text("Astro loads `.env` files. Use `--mode` to pick one.", [IDS[0]])
     assert text.splitlines() == [f"Astro loads `.env` files [{IDS[0]}].", f"Use `--mode` to pick one [{IDS[0]}]."]
+
+
+def test_a_decline_is_known_as_soon_as_its_reason_closes():
+    reader = StructuredReader()
+    reader.feed('{"not_answerable_because": "the docs do not cover \\"Mongo')
+    assert reader.declined() is None  # the reason is still being written
+    reader.feed('DB\\"", "sentences": [{"text": "ignored')
+    assert reader.declined() == 'the docs do not cover "MongoDB"'
+    assert StructuredReader(raw='{"not_answerable_because": null, "sentences": [').declined() is None

@@ -22,7 +22,7 @@ from .. import config
 from ..contract import HistoryTurn
 from ..types import Chunk
 from .base import Generation, GenerationFault, GenerationStream
-from .prompt import PROMPT_VERSION, STRUCTURED_PROMPT_VERSION, answer_messages, rewrite_messages
+from .prompt import NO_ANSWER, PROMPT_VERSION, STRUCTURED_PROMPT_VERSION, answer_messages, rewrite_messages
 from .structured import StructuredOutputError, StructuredReader, answer_schema, request_fields
 
 # A probe schema whose only valid output is {"ok": "constrained"}: a model that is not constrained
@@ -221,8 +221,17 @@ class OpenAICompatibleGenerator:
             if not structured:
                 yield from raw_deltas()
                 return
-            for delta in raw_deltas():
-                yield from reader.feed(delta)
+            source = raw_deltas()
+            try:
+                for delta in source:
+                    yield from reader.feed(delta)
+                    reason = reader.declined()
+                    if reason:  # the rest would be discarded: stop reading, which stops the server generating
+                        usage["stopped_early"] = "declined"
+                        yield f"{NO_ANSWER}: {reason}"
+                        return
+            finally:
+                source.close()
             try:
                 tail = reader.finish()
             except StructuredOutputError as exc:

@@ -15,6 +15,7 @@ output. Servers without structured output keep the plain-text marker protocol (`
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -25,6 +26,7 @@ from .prompt import NO_ANSWER
 FLAVOURS = ("llamacpp", "openai", "ollama", "off")
 SCHEMA_NAME = "cited_answer"
 MAX_SENTENCES = 5
+_DECLINED = re.compile(r'^\s*\{\s*"not_answerable_because"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
 
 class StructuredOutputError(ValueError):
@@ -136,6 +138,15 @@ class StructuredReader:
                     self._stack.pop()
         self._position = len(self.raw)
         return out
+
+    def declined(self) -> str | None:
+        """The model's reason, as soon as it has written a non-empty one (the field comes first, so
+        the answer can stop there: whatever follows would be discarded anyway)."""
+        match = _DECLINED.match(self.raw)
+        if not match:
+            return None
+        reason = json.loads(f'"{match.group(1)}"').strip()
+        return reason or None
 
     def _sentence(self, text: str) -> list[str]:
         try:
