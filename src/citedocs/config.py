@@ -107,6 +107,18 @@ SETTINGS: dict[str, Setting] = {
     "llm_model": Setting("CITEDOCS_LLM_MODEL", "default", str, "model name sent to the endpoint"),
     "llm_api_key": Setting("CITEDOCS_LLM_API_KEY", None, str, "bearer key for the endpoint (falls back to OPENAI_API_KEY)"),
     "llm_timeout": Setting("CITEDOCS_LLM_TIMEOUT", 60.0, _positive_float, "seconds per LLM call"),
+    "llm_structured": Setting(
+        "CITEDOCS_LLM_STRUCTURED",
+        "auto",
+        _choice("auto", "llamacpp", "openai", "ollama", "off"),
+        "structured output for answers: auto (probe the endpoint once) | llamacpp | openai (also vLLM) | ollama | off (plain-text markers)",
+    ),
+    "llm_grade": Setting(
+        "CITEDOCS_LLM_GRADE", "on", _choice("on", "off"), "with an LLM backend: grade retrieved chunks before generating"
+    ),
+    "llm_verify": Setting(
+        "CITEDOCS_LLM_VERIFY", "on", _choice("on", "off"), "with an LLM backend: check each claim's entailment with the LLM"
+    ),
     "threads": Setting("CITEDOCS_THREADS", None, _at_least_one, "CPU threads for the models"),
     "thresholds": Setting("CITEDOCS_THRESHOLDS", None, str, "path of a thresholds.toml to use instead of the bundled one"),
     "auth": Setting("CITEDOCS_AUTH", "off", _choice("off", "required"), "off | required (API keys)"),

@@ -17,6 +17,7 @@ class RefusalReason(str, Enum):
     model_declined = "model_declined"
     nothing_verifiable = "nothing_verifiable"
     backend_error = "backend_error"
+    no_relevant_passage = "no_relevant_passage"
 
 
 class HistoryTurn(BaseModel):

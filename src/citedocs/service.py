@@ -113,10 +113,36 @@ class Services:
 
     @cached_property
     def pipeline(self) -> AskPipeline:
-        validator = CitationValidator(SupportChecker(self.encoder, self.thresholds))
+        """With an LLM backend, the LLM also grades chunks before generation and verifies each claim
+        (settings llm_grade, llm_verify); the lexical support check is the fallback and the no-LLM rule."""
+        from .generate.grader import LlmGrader
+        from .generate.openai_compat import OpenAICompatibleGenerator
+        from .generate.yesno import PassageJudge
+        from .validate.entailment import LlmEntailmentChecker
+
+        checker = SupportChecker(self.encoder, self.thresholds)
+        grader = None
+        if isinstance(self.generator, OpenAICompatibleGenerator):
+            judge = PassageJudge(self.generator)
+            if config.setting("llm_verify") == "on":
+                checker = LlmEntailmentChecker(judge, checker, self.thresholds.min_entailment)
+            if config.setting("llm_grade") == "on":
+                grader = LlmGrader(judge, self.thresholds.min_grade)
         return AskPipeline(
-            self.store, self.retriever, self.generator, validator, self.thresholds, on_trace=metrics.observe_trace
+            self.store,
+            self.retriever,
+            self.generator,
+            CitationValidator(checker),
+            self.thresholds,
+            on_trace=metrics.observe_trace,
+            grader=grader,
         )
+
+    def close(self) -> None:
+        """Stop what this process started (the local backend's model server)."""
+        generator = self.__dict__.get("generator")
+        if generator is not None and hasattr(generator, "close"):
+            generator.close()
 
     # corpora -------------------------------------------------------------------------------
     def corpus(self, name: str, tenant: str | None = None) -> CorpusInfo:

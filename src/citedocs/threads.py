@@ -13,8 +13,8 @@ core of the machine:
   inside the retrieval loop and ~10 ms alone, and pinning OpenBLAS to one thread brought the whole
   hybrid+rerank query from ~120 ms to ~28 ms with identical rankings. So BLAS gets exactly 1.
 * **llama.cpp** (the ``local`` backend): decode is memory-bound and its threads spin-wait on each
-  other; on a busy 2-core box 2 threads were far slower than 1, so 1 unless ``CITEDOCS_THREADS``
-  says otherwise.
+  other; on a busy 2-core box 2 threads were far slower than 1, so 1 on 2 cores or fewer and half
+  the cores (at most 8) on a larger machine, unless ``CITEDOCS_THREADS`` says otherwise.
 
 The Hugging Face tokenizers' own Rust pool is switched off as well (``TOKENIZERS_PARALLELISM``):
 it would be one more pool competing for the same cores, and it warns after a fork.
@@ -60,7 +60,8 @@ def usable_cores() -> int:
 
 def plan() -> ThreadPlan:
     configured = config.setting("threads")
-    return ThreadPlan(torch=configured or usable_cores(), blas=1, llama=configured or 1)
+    cores = usable_cores()
+    return ThreadPlan(torch=configured or cores, blas=1, llama=configured or (1 if cores <= 2 else min(8, cores // 2)))
 
 
 _lock = threading.Lock()

@@ -22,9 +22,10 @@ class Calibration:
     threshold: float
     f1: float
     points: list[tuple[float, dict]]
+    label: str = "retrieval threshold"
 
     def table(self) -> Table:
-        table = Table(title=f"retrieval threshold: {self.threshold:.3f} (refusal F1 {self.f1:.3f})")
+        table = Table(title=f"{self.label}: {self.threshold:.3f} (refusal F1 {self.f1:.3f})")
         for column in ("threshold", "precision", "recall", "F1", "FP", "FN"):
             table.add_column(column)
         for threshold, scores in self.points[:: max(1, len(self.points) // 15)]:
@@ -59,3 +60,28 @@ def calibrate_retrieval_threshold(cases: list[EvalCase], services: Services, cor
         points.append((threshold, refusal_scores(rows)))
     best_threshold, best = max(points, key=lambda p: ((p[1]["f1"] or 0.0), -p[0]))
     return Calibration(threshold=best_threshold, f1=best["f1"] or 0.0, points=points)
+
+
+def calibrate_grade_threshold(rows: list[dict], run_min_grade: float) -> Calibration:
+    """The LLM grader's ``min_grade`` that maximises refusal F1 over eval rows (all dev sets together:
+    one global value), from the grades each row's trace recorded.
+
+    A case is refused at threshold t when the run refused it for another reason, or when no graded
+    chunk reaches t. Runs drop chunks below their own ``min_grade``, so only thresholds at or above
+    it can be replayed (what the model would have answered from a dropped chunk is unknown).
+    """
+    observations = []
+    for row in rows:
+        grades = [g["p_relevant"] for g in row.get("grades") or [] if g.get("p_relevant") is not None]
+        best = max(grades) if grades else None
+        other = row["refused"] and not (row.get("refusal_reason") or "").startswith("no_relevant_passage")
+        observations.append((row["should_refuse"], best, other))
+    candidates = sorted({round(b, 4) for _, b, _ in observations if b is not None and b >= run_min_grade})
+    points = []
+    for threshold in [run_min_grade, *candidates, (candidates[-1] + 1e-4) if candidates else 1.0]:
+        replay = [
+            {"should_refuse": s, "refused": other or (best is not None and best < threshold)} for s, best, other in observations
+        ]
+        points.append((threshold, refusal_scores(replay)))
+    best_threshold, best = max(points, key=lambda p: ((p[1]["f1"] or 0.0), -p[0]))
+    return Calibration(threshold=best_threshold, f1=best["f1"] or 0.0, points=points, label="LLM grade threshold")

@@ -13,6 +13,7 @@ from ..contract import AskRequest, HistoryTurn
 from ..service import Services
 from ..types import Chunk
 from .cases import EvalCase
+from .llm_judge import LlmJudge
 from .metrics import answer_sentences, lexical_entailment, summarize_by_bucket, summarize_rows
 from .retrieval import covered_at
 
@@ -23,28 +24,31 @@ def file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
-def run_config(services: Services) -> dict:
+def run_config(services: Services, judge: LlmJudge | None = None) -> dict:
     generator = services.generator
     config = {
         "backend": generator.name,
         "model": generator.model,
-        "prompt_version": _prompt_version(generator.name),
+        "prompt_version": _prompt_version(generator),
         "thresholds": services.thresholds.as_dict(),
         "reranker": services.retriever.reranker.name if services.retriever.reranker else None,
-        "judge": JUDGE,
+        "judge": JUDGE if judge is None else f"{judge.name} (and {JUDGE.split()[0]} for agreement)",
     }
     config["hash"] = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
     return config
 
 
-def _prompt_version(backend: str) -> str:
+def _prompt_version(generator) -> str:
     from ..generate.extractive import PROMPT_VERSION as EXTRACTIVE
-    from ..generate.prompt import PROMPT_VERSION
+    from ..generate.prompt import PROMPT_VERSION, STRUCTURED_PROMPT_VERSION
 
-    return EXTRACTIVE if backend == "extractive" else PROMPT_VERSION
+    if generator.name == "extractive":
+        return EXTRACTIVE
+    flavour = generator.flavour() if hasattr(generator, "flavour") else "off"
+    return PROMPT_VERSION if flavour == "off" else f"{STRUCTURED_PROMPT_VERSION}+{flavour}"
 
 
-def grade_case(case: EvalCase, services: Services, corpus: str) -> dict:
+def grade_case(case: EvalCase, services: Services, corpus: str, judge: LlmJudge | None = None) -> dict:
     request = AskRequest(
         question=case.question,
         corpus=corpus,
@@ -62,6 +66,10 @@ def grade_case(case: EvalCase, services: Services, corpus: str) -> dict:
         {"claim": text, "ids": ids, "entailed": lexical_entailment(text, [by_id[i] for i in ids if i in by_id])}
         for text, ids in cited_sentences
     ]
+    if judge is not None:
+        for verdict in verdicts:
+            llm = judge.judge_claim(verdict["claim"], [by_id[i] for i in verdict["ids"] if i in by_id])
+            verdict.update(llm_entailed=llm.entailed, llm_p_backed=llm.p_backed)
     answer_lower = response.answer.lower()
     keywords_ok = (
         not response.refused
@@ -86,6 +94,7 @@ def grade_case(case: EvalCase, services: Services, corpus: str) -> dict:
         "sentences": len(sentences),
         "cited_sentences": len(cited_sentences),
         "entailed_claims": sum(1 for v in verdicts if v["entailed"]),
+        "llm_entailed_claims": sum(1 for v in verdicts if v.get("llm_entailed")) if judge is not None else None,
         "claim_verdicts": verdicts,
         "keywords_ok": keywords_ok,
         "cites_expected_source": any(by_id[i].doc_path in expected_paths for i in cited_ids if i in by_id),
@@ -94,6 +103,7 @@ def grade_case(case: EvalCase, services: Services, corpus: str) -> dict:
             "keywords": keywords_ok or case.should_refuse,
             "no_invented_citation": all(i in by_id for i in cited_ids),
         },
+        "grades": trace.get("grades") if isinstance(trace.get("grades"), list) else None,
         "trace_id": response.trace_id,
         "corpus_version": response.corpus_version,
         "latency_ms": trace.get("latency_ms", {}),
@@ -112,12 +122,13 @@ def run_eval(
     services: Services,
     corpus: str,
     progress: Callable[[int, int], None] | None = None,
+    judge: LlmJudge | None = None,
 ) -> EvalRun:
-    config = run_config(services)
+    config = run_config(services, judge)
     dataset = file_hash(case_file)
     rows = []
     for n, case in enumerate(cases, start=1):
-        row = grade_case(case, services, corpus)
+        row = grade_case(case, services, corpus, judge)
         row.update(dataset_hash=dataset, config_hash=config["hash"])
         rows.append(row)
         if progress:

@@ -102,6 +102,10 @@ def summarize_rows(rows: list[dict]) -> dict:
             stage: {"p50": statistics.median(values), "p95": percentile(values, 0.95)} for stage, values in stages.items()
         },
     }
+    judged = [v for r in answered for v in r.get("claim_verdicts", []) if "llm_entailed" in v]
+    if judged:
+        summary["cite_correctness_llm"] = _rate(sum(1 for v in judged if v["llm_entailed"]), len(judged))
+        summary["judge_agreement"] = _rate(sum(1 for v in judged if v["llm_entailed"] == v["entailed"]), len(judged))
     summary["refusal_precision"] = summary["refusal"]["precision"]
     summary["refusal_recall"] = summary["refusal"]["recall"]
     summary["refusal_f1"] = summary["refusal"]["f1"]

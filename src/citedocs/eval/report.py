@@ -9,7 +9,9 @@ METRIC_ROWS = (
     ("retrieval_anchor_recall@5", "retrieval recall@5 (anchor)"),
     ("mrr", "MRR"),
     ("cite_coverage", "cite-coverage"),
-    ("cite_correctness", "cite-correctness"),
+    ("cite_correctness", "cite-correctness (lexical judge)"),
+    ("cite_correctness_llm", "cite-correctness (LLM judge)"),
+    ("judge_agreement", "LLM / lexical judge agreement"),
     ("invented_citation_rate", "invented-citation rate"),
     ("refusal_precision", "refusal precision"),
     ("refusal_recall", "refusal recall"),
@@ -58,6 +60,17 @@ def render_markdown(summary: dict, rows: list[dict]) -> str:
         for item in summary["baseline_comparison"]:
             delta = "n/a" if item["delta"] is None else f"{item['delta']:+.3f}"
             lines.append(f"| {item['metric']} | {_fmt(item['baseline'])} | {_fmt(item['current'])} | {delta} |")
+    disagreements = [
+        (row["case_id"], v) for row in rows for v in row.get("claim_verdicts", []) if "llm_entailed" in v and v["llm_entailed"] != v["entailed"]
+    ]
+    if any("llm_entailed" in v for row in rows for v in row.get("claim_verdicts", [])):
+        lines += ["", f"## Judges disagree ({len(disagreements)} claims)", ""]
+        for case_id, v in disagreements[:12]:
+            p = "n/a" if v["llm_p_backed"] is None else f"{v['llm_p_backed']:.2f}"
+            lines.append(
+                f"- `{case_id}` lexical {'yes' if v['entailed'] else 'no'}, LLM {'yes' if v['llm_entailed'] else 'no'} "
+                f"(P {p}): {escape(v['claim'][:160])} [{', '.join(v['ids'])}]"
+            )
     failing = [r for r in rows if not all(r["pass"].values())]
     lines += ["", f"## Failing cases ({len(failing)})", ""]
     for row in failing:

@@ -26,15 +26,20 @@ class Generation:
     model: str
     prompt_version: str
     usage: dict = field(default_factory=dict)
+    raw: str | None = None  # what the model wrote when ``text`` was derived from it (structured JSON)
 
 
 class GenerationStream:
     """A backend's output as it is produced: iterate for text deltas; once exhausted,
-    ``generation`` holds the whole output with its usage, as ``generate`` would have returned it."""
+    ``generation`` holds the whole output with its usage, as ``generate`` would have returned it.
 
-    def __init__(self, deltas: Iterator[str], finish: Callable[[str], Generation]) -> None:
+    ``whole_units``: every delta ends on a unit boundary (a structured answer hands over whole
+    sentences), so a unit is settled as soon as it arrives rather than when the next one begins."""
+
+    def __init__(self, deltas: Iterator[str], finish: Callable[[str], Generation], whole_units: bool = False) -> None:
         self._deltas = deltas
         self._finish = finish
+        self.whole_units = whole_units
         self.generation: Generation | None = None
 
     def __iter__(self) -> Iterator[str]:

@@ -1,9 +1,17 @@
-"""Any OpenAI-compatible chat endpoint (vLLM, Ollama, llama.cpp server, OpenAI)."""
+"""Any OpenAI-compatible chat endpoint (vLLM, Ollama, llama.cpp server, OpenAI) — and the local
+backend, which is llama.cpp's own server run by citedocs (``local.py``): one client for all of them.
+
+When the endpoint enforces a JSON schema (``structured`` setting; ``auto`` probes the endpoint once),
+the answer request carries the schema of ``structured.py`` and the streamed JSON is turned into
+marker text sentence by sentence; otherwise the plain-text marker protocol is used. Either way the
+text goes through the same validator.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,7 +22,17 @@ from .. import config
 from ..contract import HistoryTurn
 from ..types import Chunk
 from .base import Generation, GenerationFault, GenerationStream
-from .prompt import PROMPT_VERSION, answer_messages, rewrite_messages
+from .prompt import NO_ANSWER, PROMPT_VERSION, STRUCTURED_PROMPT_VERSION, answer_messages, rewrite_messages
+from .structured import StructuredOutputError, StructuredReader, answer_schema, request_fields
+
+# A probe schema whose only valid output is {"ok": "constrained"}: a model that is not constrained
+# will not write it in answer to "Say hello."
+_PROBE_SCHEMA = {
+    "type": "object",
+    "properties": {"ok": {"type": "string", "enum": ["constrained"]}},
+    "required": ["ok"],
+    "additionalProperties": False,
+}
 
 
 @dataclass(frozen=True)
@@ -24,6 +42,7 @@ class EndpointConfig:
     api_key: str | None = None
     timeout_s: float = 60.0
     max_tokens: int = 512
+    structured: str = "auto"  # auto | llamacpp | openai | ollama | off (see structured.request_fields)
 
     @classmethod
     def from_env(cls) -> EndpointConfig | None:
@@ -35,6 +54,7 @@ class EndpointConfig:
             model=config.setting("llm_model"),
             api_key=config.setting("llm_api_key") or os.environ.get("OPENAI_API_KEY"),
             timeout_s=config.setting("llm_timeout"),
+            structured=config.setting("llm_structured"),
         )
 
 
@@ -46,6 +66,8 @@ class OpenAICompatibleGenerator:
         self.model = config.model
         headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
         self._client = httpx.Client(base_url=config.base_url, headers=headers, timeout=config.timeout_s)
+        self._flavour: str | None = None if config.structured == "auto" else config.structured
+        self._flavour_lock = threading.Lock()
 
     @contextmanager
     def _faults_named(self) -> Iterator[None]:
@@ -57,8 +79,11 @@ class OpenAICompatibleGenerator:
         except httpx.HTTPError as exc:
             raise GenerationFault("unreachable", f"{self.config.base_url}: {exc}") from exc
 
-    def _payload(self, messages: list[dict], max_tokens: int) -> dict:
-        return {"model": self.model, "messages": messages, "temperature": 0, "max_tokens": max_tokens}
+    def _payload(self, messages: list[dict], max_tokens: int, extra: dict | None = None) -> dict:
+        payload = {"model": self.model, "messages": messages, "temperature": 0, "max_tokens": max_tokens}
+        if self._flavour == "llamacpp":
+            payload["cache_prompt"] = True  # reuse the KV cache of the longest common prompt prefix
+        return payload | (extra or {})
 
     def _completion_text(self, body: object) -> str:
         try:
@@ -73,11 +98,23 @@ class OpenAICompatibleGenerator:
         if response.status_code != 200:
             raise GenerationFault("http_error", f"{self.config.base_url} answered HTTP {response.status_code}")
 
-    def _chat(self, messages: list[dict], max_tokens: int) -> tuple[str, dict]:
+    def chat(self, messages: list[dict], max_tokens: int, extra: dict | None = None) -> tuple[str, dict]:
+        """One non-streamed completion: its text and usage (``extra`` fields are added to the body)."""
+        body = self.chat_body(messages, max_tokens, extra)
+        return self._completion_text(body), (body.get("usage") or {})
+
+    def chat_body(self, messages: list[dict], max_tokens: int, extra: dict | None = None) -> dict:
+        """The whole completion body (for callers that read ``logprobs``)."""
         with self._faults_named():
-            response = self._client.post("/chat/completions", json=self._payload(messages, max_tokens))
+            response = self._client.post("/chat/completions", json=self._payload(messages, max_tokens, extra))
         self._check_status(response)
-        return self._chat_body(response)
+        try:
+            body = response.json()
+        except ValueError as exc:
+            raise GenerationFault("garbage", f"malformed chat completion from {self.config.base_url}: {exc}") from exc
+        if not isinstance(body, dict):
+            raise GenerationFault("garbage", f"malformed chat completion from {self.config.base_url}: not an object")
+        return body
 
     def probe(self) -> str | None:
         try:
@@ -88,25 +125,86 @@ class OpenAICompatibleGenerator:
             return f"{self.config.base_url} answered HTTP {response.status_code}"
         return None
 
+    # structured output ---------------------------------------------------------------------------
+    def flavour(self) -> str:
+        """The structured-output request shape this endpoint honours, probed once when ``auto``."""
+        with self._flavour_lock:
+            if self._flavour is None:
+                self._flavour = self._detect_flavour()
+            return self._flavour
+
+    def _detect_flavour(self) -> str:
+        """llama.cpp says who it is in ``/models``; otherwise ask for a schema-only answer in each
+        request shape and keep the first the endpoint enforced. Transport faults propagate (a
+        server that is down says nothing about what it supports), so nothing is cached then."""
+        with self._faults_named():
+            response = self._client.get("/models")
+        if response.status_code == 200:
+            try:
+                owners = {m.get("owned_by") for m in response.json().get("data", []) if isinstance(m, dict)}
+            except (ValueError, AttributeError):
+                owners = set()
+            if "llamacpp" in owners:
+                return "llamacpp"
+        for flavour in ("openai", "ollama"):
+            try:
+                text, _ = self.chat([{"role": "user", "content": "Say hello."}], 16, request_fields(flavour, _PROBE_SCHEMA))
+            except GenerationFault as fault:
+                if fault.kind in ("timeout", "unreachable"):
+                    raise
+                continue  # e.g. HTTP 400 for a field the endpoint does not know
+            try:
+                if json.loads(text) == {"ok": "constrained"}:
+                    return flavour
+            except ValueError:
+                continue
+        return "off"
+
+    def _answer_request(self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn]) -> tuple[dict, str]:
+        flavour = self.flavour()
+        if flavour == "off":
+            return self._payload(answer_messages(question, chunks, history), self.config.max_tokens), PROMPT_VERSION
+        messages = answer_messages(question, chunks, history, version=STRUCTURED_PROMPT_VERSION)
+        extra = request_fields(flavour, answer_schema([c.id for c in chunks]))
+        return self._payload(messages, self.config.max_tokens, extra), f"{STRUCTURED_PROMPT_VERSION}+{flavour}"
+
+    def _generation(self, text: str, raw: str | None, version: str, usage: dict) -> Generation:
+        return Generation(
+            text=text, backend=self.name, model=self.model, prompt_version=version, usage=usage, raw=raw
+        )
+
+    # answers ------------------------------------------------------------------------------------
     def generate(self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn]) -> Generation:
-        text, usage = self._chat(answer_messages(question, chunks, history), self.config.max_tokens)
-        return Generation(text=text, backend=self.name, model=self.model, prompt_version=PROMPT_VERSION, usage=usage)
+        stream = self.stream(question, chunks, history)
+        for _ in stream:
+            pass
+        return stream.generation
 
     def stream(self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn]) -> GenerationStream:
-        """The answer as the endpoint writes it (``stream: true``, Server-Sent Events)."""
-        usage: dict = {}
-        payload = self._payload(answer_messages(question, chunks, history), self.config.max_tokens)
-        payload.update(stream=True, stream_options={"include_usage": True})
+        """The answer as the endpoint writes it (``stream: true``, Server-Sent Events).
 
-        def deltas() -> Iterator[str]:
+        In structured mode each delta handed on is one whole sentence in the marker protocol,
+        released when its JSON object closes; JSON that does not parse at the end is a
+        ``GenerationFault`` (a refusal), whatever came before it.
+        """
+        usage: dict = {}
+        payload, version = self._answer_request(question, chunks, history)
+        payload.update(stream=True, stream_options={"include_usage": True})
+        structured = version != PROMPT_VERSION
+        reader = StructuredReader()
+
+        def raw_deltas() -> Iterator[str]:
             with self._faults_named(), self._client.stream("POST", "/chat/completions", json=payload) as response:
                 self._check_status(response)
                 if not response.headers.get("content-type", "").startswith("text/event-stream"):
                     # an endpoint that ignores `stream` and answers with one completion
                     response.read()
-                    text, whole_usage = self._chat_body(response)
-                    usage.update(whole_usage)
-                    yield text
+                    try:
+                        body = response.json()
+                    except ValueError as exc:
+                        raise GenerationFault("garbage", f"malformed chat completion from {self.config.base_url}: {exc}") from exc
+                    usage.update(body.get("usage") or {} if isinstance(body, dict) else {})
+                    yield self._completion_text(body)
                     return
                 for line in response.iter_lines():
                     data = line.removeprefix("data:").strip() if line.startswith("data:") else None
@@ -114,22 +212,38 @@ class OpenAICompatibleGenerator:
                         continue
                     if data == "[DONE]":
                         break
-                    text, chunk_usage = self._stream_event(data)
-                    usage.update(chunk_usage)
+                    text, event_usage = self._stream_event(data)
+                    usage.update(event_usage)
                     if text:
                         yield text
 
+        def deltas() -> Iterator[str]:
+            if not structured:
+                yield from raw_deltas()
+                return
+            source = raw_deltas()
+            try:
+                for delta in source:
+                    yield from reader.feed(delta)
+                    reason = reader.declined()
+                    if reason:  # the rest would be discarded: stop reading, which stops the server generating
+                        usage["stopped_early"] = "declined"
+                        yield f"{NO_ANSWER}: {reason}"
+                        return
+            finally:
+                source.close()
+            try:
+                tail = reader.finish()
+            except StructuredOutputError as exc:
+                raise GenerationFault("garbage", str(exc)) from exc
+            if tail:
+                yield tail
+
         def finish(text: str) -> Generation:
-            return Generation(text=text, backend=self.name, model=self.model, prompt_version=PROMPT_VERSION, usage=usage)
+            usage.pop("prompt_tokens_details", None)
+            return self._generation(text, reader.raw if structured else None, version, usage)
 
-        return GenerationStream(deltas(), finish)
-
-    def _chat_body(self, response: httpx.Response) -> tuple[str, dict]:
-        try:
-            body = response.json()
-        except ValueError as exc:
-            raise GenerationFault("garbage", f"malformed chat completion from {self.config.base_url}: {exc}") from exc
-        return self._completion_text(body), (body.get("usage") or {}) if isinstance(body, dict) else {}
+        return GenerationStream(deltas(), finish, whole_units=structured)
 
     def _stream_event(self, data: str) -> tuple[str, dict]:
         try:
@@ -140,11 +254,16 @@ class OpenAICompatibleGenerator:
                 raise TypeError("delta content is not a string")
         except (ValueError, AttributeError, IndexError, TypeError) as exc:
             raise GenerationFault("garbage", f"malformed stream event from {self.config.base_url}: {exc}") from exc
-        return text, event.get("usage") or {}
+        usage = dict(event.get("usage") or {})
+        timings = event.get("timings") or {}  # llama.cpp's own per-request timings
+        for key in ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n"):
+            if key in timings:
+                usage[key] = round(float(timings[key]), 1)
+        return text, usage
 
     def rewrite_query(self, question: str, history: Sequence[HistoryTurn]) -> str | None:
         try:
-            text, _ = self._chat(rewrite_messages(question, history), 64)
+            text, _ = self.chat(rewrite_messages(question, history), 64)
         except GenerationFault:
             return None
         text = text.strip().strip('"').splitlines()[0] if text.strip() else ""

@@ -9,7 +9,8 @@ from importlib.resources import files
 from ..contract import HistoryTurn
 from ..types import Chunk
 
-PROMPT_VERSION = "cite_first_v1"
+PROMPT_VERSION = "cite_first_v1"  # plain-text marker protocol
+STRUCTURED_PROMPT_VERSION = "cited_json_v1"  # JSON answer under a schema (see structured.py)
 NO_ANSWER = "NO_ANSWER"
 
 REWRITE_INSTRUCTIONS = (
@@ -18,8 +19,8 @@ REWRITE_INSTRUCTIONS = (
 )
 
 
-def _template() -> str:
-    return (files("citedocs.generate") / "prompts" / f"{PROMPT_VERSION}.txt").read_text(encoding="utf-8")
+def _template(version: str) -> str:
+    return (files("citedocs.generate") / "prompts" / f"{version}.txt").read_text(encoding="utf-8")
 
 
 def render_chunks(chunks: Sequence[Chunk]) -> str:
@@ -33,9 +34,13 @@ def render_chunks(chunks: Sequence[Chunk]) -> str:
 
 
 def answer_messages(
-    question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn], corpus_title: str = "the documentation"
+    question: str,
+    chunks: Sequence[Chunk],
+    history: Sequence[HistoryTurn],
+    corpus_title: str = "the documentation",
+    version: str = PROMPT_VERSION,
 ) -> list[dict]:
-    system = _template().format(corpus_title=corpus_title, chunks=render_chunks(chunks))
+    system = _template(version).format(corpus_title=corpus_title, chunks=render_chunks(chunks))
     messages = [{"role": "system", "content": system}]
     messages += [{"role": t.role, "content": t.content} for t in history[-6:]]
     messages.append({"role": "user", "content": question})

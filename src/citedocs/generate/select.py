@@ -29,10 +29,10 @@ def make_generator(kind: str | None, encoder: BiEncoder, thresholds: Thresholds)
             )
         return OpenAICompatibleGenerator(endpoint)
     if kind == "local":
-        from .local import LocalBackendError, LocalGenerator  # imports no runtime until the first answer
+        from .local import LocalBackendError, start_local_generator
 
         try:
-            return LocalGenerator()
+            return start_local_generator()
         except LocalBackendError as exc:
             raise BackendConfigError(str(exc)) from exc
     raise BackendConfigError(f"unknown backend {kind!r}; choose one of: {', '.join(BACKENDS)}")

@@ -33,6 +33,7 @@ class Decision:
     malformed: list[str] = field(default_factory=list)
     coverage: float | None = None
     similarity: float | None = None
+    entailment: dict | None = None  # LLM verifier: chunk id -> entailment/contradiction/neutral probabilities
 
 
 @dataclass
@@ -131,6 +132,7 @@ class CitationValidator:
             return
         verdict = self.checker.check(text, [by_id[i] for i in cited])
         decision.coverage, decision.similarity = verdict.coverage, verdict.similarity
+        decision.entailment = dict(getattr(verdict, "entailment", None) or {}) or None
         if verdict.supported:
             decision.action, decision.final_ids, decision.reason = "kept", cited, "supported by cited chunk(s)"
             return
@@ -142,6 +144,8 @@ class CitationValidator:
                 decision.action, decision.final_ids = "recited", [chunk.id]
                 decision.reason = f"cited chunk(s) did not support it ({verdict.reason()}); re-cited"
                 decision.coverage, decision.similarity = alternative.coverage, alternative.similarity
+                if getattr(alternative, "entailment", None):
+                    decision.entailment = {**(decision.entailment or {}), **alternative.entailment}
                 return
         decision.reason = f"unsupported: {verdict.reason()}"
 

@@ -1,0 +1,46 @@
+"""LLM grading before generation (corrective retrieval): does this passage help answer the question?
+
+Each retrieved chunk gets P(yes) from the model's first token (``yesno.PassageJudge``). Chunks below
+the global, calibrated ``min_grade`` (``thresholds.toml``) are dropped before the answer prompt is
+built, so the model reads fewer, more relevant chunks; when none is left the question is refused
+with ``no_relevant_passage``. Every grade is recorded in the trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from ..types import Chunk
+from .yesno import GRADE_CHARS, PassageJudge
+
+QUESTION = "Question: {question}\nDoes this passage help answer the question? Answer yes or no."
+
+
+@dataclass(frozen=True)
+class Grade:
+    chunk_id: str
+    p_relevant: float | None  # None: the model's reply carried no usable yes/no (the chunk is kept)
+    kept: bool
+    prompt_tokens: int | None = None
+    evaluated_tokens: int | None = None  # not served from the prompt cache
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class LlmGrader:
+    def __init__(self, judge: PassageJudge, min_grade: float) -> None:
+        self.judge = judge
+        self.min_grade = min_grade
+
+    def grade(self, question: str, chunks: Sequence[Chunk]) -> list[Grade]:
+        grades = []
+        for chunk in chunks:
+            answer = self.judge.ask(chunk, QUESTION.format(question=question), ("yes", "no"), GRADE_CHARS)
+            if answer is None:
+                grades.append(Grade(chunk.id, None, True))
+                continue
+            p = answer.probabilities["yes"]
+            grades.append(Grade(chunk.id, p, p >= self.min_grade, answer.prompt_tokens, answer.evaluated_tokens))
+        return grades
