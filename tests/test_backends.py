@@ -18,7 +18,7 @@ from citedocs.cli import app
 from citedocs.index import open_store
 from citedocs.service import Services
 
-from conftest import ASTRO_BASE_URL, BACKENDS, fresh_database, running_server, store_env
+from conftest import ASTRO_BASE_URL, BACKENDS, fresh_database, running_server
 
 CORPUS = "small"
 QUESTION = "How do I deploy my Astro site to Heroku?"
