@@ -1,4 +1,10 @@
-"""API keys (random secrets stored only as sha256) and a per-process token-bucket rate limiter."""
+"""API keys (random secrets stored only as sha256), what a key may call, and a per-process
+token-bucket rate limiter.
+
+Two kinds of key: a full key (``cd_``) opens every route of its tenant; a publishable key
+(``cdp_``) is meant to sit in a public page's HTML for the embeddable widget, so it opens only the
+widget's routes (PUBLISHABLE_ROUTES), only from a page on one of its own origins.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +14,17 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .index.store import ApiKey
 
 KEY_PREFIX = "cd_"
+PUBLISHABLE_KEY_PREFIX = "cdp_"  # recognisable at a glance in a page's source
+# (method, route path template): what the widget calls, and all a publishable key may call.
+PUBLISHABLE_ROUTES = frozenset(
+    {("POST", "/ask"), ("POST", "/ask/stream"), ("POST", "/traces/{trace_id}/feedback"), ("GET", "/corpora")}
+)
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
@@ -29,9 +44,9 @@ class RateLimited(Exception):
         self.retry_after_s = retry_after_s
 
 
-def new_secret() -> str:
+def new_secret(publishable: bool = False) -> str:
     """A fresh key: 256 random bits, so a plain sha256 is enough to store it (no salt or KDF needed)."""
-    return KEY_PREFIX + secrets.token_urlsafe(32)
+    return (PUBLISHABLE_KEY_PREFIX if publishable else KEY_PREFIX) + secrets.token_urlsafe(32)
 
 
 def secret_sha256(secret: str) -> str:
@@ -50,6 +65,30 @@ def bearer_token(authorization: str | None) -> str:
     if scheme.lower() != "bearer" or not token.strip():
         raise AuthError(401, "invalid_api_key", "the Authorization header must be 'Bearer <key>'")
     return token.strip()
+
+
+def check_publishable(key: ApiKey, method: str, route: str | None, origin: str | None) -> None:
+    """Raise AuthError (403) unless a publishable ``key`` may make this request; full keys always may.
+
+    ``route`` is the matched route's path template (None for a route outside the REST API, such as
+    /mcp); ``origin`` is the request's own Origin header, which a browser sets and a page cannot.
+    """
+    if not key.publishable:
+        return
+    if (method, route) not in PUBLISHABLE_ROUTES:
+        allowed = ", ".join(f"{m} {p}" for m, p in sorted(PUBLISHABLE_ROUTES))
+        raise AuthError(
+            403,
+            "publishable_key_not_allowed",
+            f"{key.key_id} is a publishable key, accepted only on {allowed}; use a full API key for this route",
+        )
+    if origin is None or origin.strip().lower().rstrip("/") not in key.origins:
+        sent = f"from origin {origin}" if origin else "without an Origin header"
+        raise AuthError(
+            403,
+            "origin_not_allowed_for_key",
+            f"publishable key {key.key_id} is accepted only from pages on {', '.join(key.origins)}; this request came {sent}",
+        )
 
 
 class RateLimiter:

@@ -559,15 +559,29 @@ def traces_prune(
 def keys_create(
     tenant: TenantOpt = config.DEFAULT_TENANT,
     name: Annotated[str, typer.Option(help="A label to recognise the key by (who or what uses it).")] = "",
+    publishable: Annotated[
+        bool,
+        typer.Option(
+            "--publishable",
+            help="A key for the widget in a public page: only the widget's routes (ask, feedback, corpora), "
+            "only from the --origin pages, rate-limited per visitor IP.",
+        ),
+    ] = False,
+    origin: Annotated[
+        Optional[list[str]],
+        typer.Option("--origin", help="Origin (scheme://host[:port]) of a page that embeds a publishable key; repeatable."),
+    ] = None,
 ) -> None:
     """Create an API key for a tenant and print its secret (shown once, stored only as a hash)."""
-    from .service import InvalidName
+    from .service import InvalidKeyOrigins, InvalidName
 
     try:
-        key, secret = _services().create_key(tenant, name)
-    except InvalidName as exc:
+        key, secret = _services().create_key(tenant, name, publishable, origin or ())
+    except (InvalidName, InvalidKeyOrigins) as exc:
         fail(str(exc))
-    err.print(f"created {key.key_id} for tenant {key.tenant}; the key below is shown only once:")
+    kind = f"publishable key {key.key_id}" if key.publishable else key.key_id
+    origins = f" (origins {', '.join(key.origins)})" if key.publishable else ""
+    err.print(f"created {kind} for tenant {key.tenant}{origins}; the key below is shown only once:")
     print(secret)
 
 
@@ -587,16 +601,16 @@ def keys_revoke(key_id: Annotated[str, typer.Argument(help="The key id (from `ci
 def keys_list(
     tenant: Annotated[Optional[str], typer.Option("--tenant", "-t", help="Only this tenant's keys.")] = None,
 ) -> None:
-    """List API keys (ids, tenants, names, dates; never the secrets)."""
+    """List API keys (ids, tenants, names, scopes and origins, dates; never the secrets)."""
     keys = _services().keys(tenant)
     if not keys:
         console.print("no API keys" + (f" for tenant {tenant}" if tenant else "") + "; create one with `citedocs keys create --tenant T`")
         return
     table = Table()
-    for column in ("key id", "tenant", "name", "created", "revoked"):
+    for column in ("key id", "tenant", "name", "scope", "origins", "created", "revoked"):
         table.add_column(column)
     for key in keys:
-        table.add_row(key.key_id, key.tenant, key.name, key.created_at, key.revoked_at or "")
+        table.add_row(key.key_id, key.tenant, key.name, key.scope, " ".join(key.origins), key.created_at, key.revoked_at or "")
     console.print(table)
 
 

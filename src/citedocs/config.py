@@ -66,8 +66,9 @@ def _database_url(raw: Any) -> str:
     return url
 
 
-def _origins(raw: Any) -> tuple[str, ...]:
-    """Browser origins allowed to call the API cross-site: a TOML list or a comma-separated string."""
+def parse_origins(raw: Any) -> tuple[str, ...]:
+    """Browser origins allowed to call the API cross-site: a TOML list or a comma-separated string
+    (also the origins of a publishable key, `citedocs keys create --publishable --origin ...`)."""
     items = raw if isinstance(raw, list) else str(raw).split(",")
     origins = []
     for item in (str(i).strip().rstrip("/") for i in items):
@@ -143,7 +144,7 @@ SETTINGS: dict[str, Setting] = {
         "CITEDOCS_MAX_FILE_BYTES", 2_000_000, _at_least_one, "largest docs file ingest reads (the largest shared doc is 105 kB)"
     ),
     "cors_origins": Setting(
-        "CITEDOCS_CORS_ORIGINS", (), _origins, "origins (scheme://host[:port]) whose pages may call the API, e.g. where the widget is embedded"
+        "CITEDOCS_CORS_ORIGINS", (), parse_origins, "origins (scheme://host[:port]) whose pages may call the API, e.g. where the widget is embedded"
     ),
     "retention_days": Setting("CITEDOCS_RETENTION_DAYS", 30, _positive_int, "days traces and feedback are kept"),
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import cached_property
@@ -13,7 +14,7 @@ from . import config, metrics
 from .auth import NAME_PATTERN, AuthError, bearer_token, new_key_id, new_secret, secret_sha256
 from .encoders import BiEncoder, bi_encoder
 from .index import copy_corpus, open_store
-from .index.store import ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store
+from .index.store import FULL_SCOPE, PUBLISHABLE_SCOPE, ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store
 from .ingest.admission import approve, default_report_path, remember_policy, resolve_policy
 from .ingest.crawl import CrawlError, CrawlReport, CrawlSettings, crawl, crawl_scope
 from .ingest.detect import plan_ingest, remembered_format
@@ -56,6 +57,10 @@ class UnknownKey(LookupError):
 
 class InvalidName(ValueError):
     pass
+
+
+class InvalidKeyOrigins(ValueError):
+    """A publishable key without origins, origins on a full key, or a value that is not an origin."""
 
 
 def check_name(kind: str, value: str) -> str:
@@ -336,11 +341,34 @@ class Services:
         return thread
 
     # API keys ------------------------------------------------------------------------------------
-    def create_key(self, tenant: str, name: str | None = None) -> tuple[ApiKey, str]:
-        """A new key for ``tenant``: its record and the secret, which is shown once and never stored."""
+    def create_key(
+        self, tenant: str, name: str | None = None, publishable: bool = False, origins: Sequence[str] = ()
+    ) -> tuple[ApiKey, str]:
+        """A new key for ``tenant``: its record and the secret, which is shown once and never stored.
+
+        A publishable key (for the widget, in a public page) needs the origins of the pages that
+        embed it, checked like ``cors_origins``; a full key takes none.
+        """
         check_name("tenant", tenant)
-        secret = new_secret()
-        key = ApiKey(new_key_id(), tenant, name or "", _now().isoformat(timespec="seconds"))
+        if publishable and not origins:
+            raise InvalidKeyOrigins(
+                "a publishable key needs the origins of the pages that embed it: add --origin https://docs.example.com (repeatable)"
+            )
+        if origins and not publishable:
+            raise InvalidKeyOrigins("--origin applies only to publishable keys: add --publishable, or drop --origin for a full key")
+        try:
+            allowed = tuple(dict.fromkeys(config.parse_origins(list(origins))))
+        except ValueError as exc:
+            raise InvalidKeyOrigins(f"--origin: {exc}") from exc
+        secret = new_secret(publishable)
+        key = ApiKey(
+            new_key_id(),
+            tenant,
+            name or "",
+            _now().isoformat(timespec="seconds"),
+            scope=PUBLISHABLE_SCOPE if publishable else FULL_SCOPE,
+            origins=allowed,
+        )
         self.store.add_api_key(key, secret_sha256(secret))
         return key, secret
 
@@ -361,6 +389,10 @@ class Services:
         if key.revoked_at:
             raise AuthError(403, "revoked_api_key", f"API key {key.key_id} was revoked at {key.revoked_at}; ask for a new one")
         return key
+
+    def publishable_origins(self) -> frozenset[str]:
+        """Every origin of a live publishable key: pages there may call the widget's routes (api/cors.py)."""
+        return frozenset(o for key in self.store.list_api_keys() if key.publishable and not key.revoked_at for o in key.origins)
 
     # readiness -----------------------------------------------------------------------------------
     def readiness(self) -> list[str]:

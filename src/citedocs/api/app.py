@@ -16,7 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException
 
 from .. import __version__, config
-from ..auth import AuthError, RateLimited, RateLimiter
+from ..auth import AuthError, RateLimited, RateLimiter, check_publishable
 from ..capacity import capacity
 from ..contract import AskRequest, AskResponse, ErrorBody, FeedbackRequest
 from ..service import EmptyQuestion, Services, UnknownCorpus, UnknownTrace
@@ -47,14 +47,21 @@ def _services(app: FastAPI) -> Services:
 
 
 def _caller(request: Request) -> str | None:
-    """The caller's tenant (None with auth off: one tenant sees everything); rate-limits the caller."""
+    """The caller's tenant (None with auth off: one tenant sees everything); rate-limits the caller.
+
+    A full key is limited per key; a publishable key (only on the widget's routes, from its own
+    origins) per client IP, like auth off: every visitor of the page shares it.
+    """
     state = request.app.state
+    client_ip = f"ip:{request.client.host if request.client else 'unknown'}"
     if state.auth_required:
         key = _services(request.app).authenticate(request.headers.get("authorization"))
+        route = getattr(request.scope.get("route"), "path", None)
+        check_publishable(key, request.method, route, request.headers.get("origin"))
         request.state.tenant = key.tenant
-        state.limiter.take(f"key:{key.key_id}")
+        state.limiter.take(client_ip if key.publishable else f"key:{key.key_id}")
         return key.tenant
-    state.limiter.take(f"ip:{request.client.host if request.client else 'unknown'}")
+    state.limiter.take(client_ip)
     return None
 
 
@@ -190,6 +197,7 @@ def create_app(services: Services | None = None) -> FastAPI:
         max_wait_s=limits.max_queue_wait_s,
     )
     app.add_middleware(SecurityHeaders)
-    cors.install(app)  # outside the gate and the limits, so a 503 or 413 still carries CORS headers
+    key_origins = (lambda: svc().publishable_origins()) if app.state.auth_required else None
+    cors.install(app, key_origins)  # outside the gate and the limits, so a 503 or 413 still carries CORS headers
     app.add_middleware(RequestLog)  # outermost: sees the 413s and 503s too
     return app

@@ -7,12 +7,19 @@ Policy, in one place:
   none). A preflight from any other origin gets 403 `origin_not_allowed` and no CORS headers, so the
   browser never sends the JSON request itself; an actual request from such an origin is answered
   without CORS headers, so the page cannot read it (same-origin pages are not affected).
+* With keys required, an origin of a live publishable key is allowed too, except on `/mcp` (the
+  key itself opens only the widget's routes, from its own origins: auth.check_publishable). The
+  keys are read from the store on each such cross-origin request, so a revocation or a new key
+  takes effect at once (browsers cache a preflight for MAX_AGE_S).
 * `/mcp` refuses any request whose `Origin` is not allowed, preflight or not: MCP clients send no
   Origin, and a browser-borne request to a local server (DNS rebinding) must not reach the tools.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from starlette.datastructures import Headers
@@ -39,12 +46,20 @@ def _refusal(origin: str) -> JSONResponse:
 class CrossOrigin:
     """ASGI middleware applying the policy above for a fixed set of allowed origins."""
 
-    def __init__(self, app: ASGIApp, allowed: tuple[str, ...]) -> None:
+    def __init__(
+        self, app: ASGIApp, allowed: tuple[str, ...], key_origins: Callable[[], frozenset[str]] | None = None
+    ) -> None:
         self.app = app
         self.allowed = frozenset(allowed)
+        self.key_origins = key_origins  # live publishable keys' origins (None with auth off)
 
-    def origin_allowed(self, origin: str) -> bool:
-        return origin.lower().rstrip("/") in self.allowed
+    async def origin_allowed(self, origin: str, path: str) -> bool:
+        origin = origin.lower().rstrip("/")
+        if origin in self.allowed:
+            return True
+        if self.key_origins is None or path == "/mcp":
+            return False
+        return origin in await anyio.to_thread.run_sync(self.key_origins)  # a store read: off the event loop
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -57,7 +72,7 @@ class CrossOrigin:
             return
         path = scope["path"]
         public = path.startswith(PUBLIC_PREFIXES)
-        allowed = public or self.origin_allowed(origin)
+        allowed = public or await self.origin_allowed(origin, path)
         preflight = scope["method"] == "OPTIONS" and "access-control-request-method" in headers
         if not allowed and (preflight or path == "/mcp"):
             await _refusal(origin)(scope, receive, send)
@@ -88,7 +103,8 @@ class CrossOrigin:
         await self.app(scope, receive, with_cors)
 
 
-def install(app: FastAPI) -> None:
-    """Apply the policy for the configured `cors_origins` (added last, so it sees every response)."""
+def install(app: FastAPI, key_origins: Callable[[], frozenset[str]] | None = None) -> None:
+    """Apply the policy for the configured `cors_origins`, plus ``key_origins()`` (the live publishable
+    keys' origins) when given (added last, so it sees every response)."""
     app.state.cors_origins = config.setting("cors_origins")
-    app.add_middleware(CrossOrigin, allowed=app.state.cors_origins)
+    app.add_middleware(CrossOrigin, allowed=app.state.cors_origins, key_origins=key_origins)

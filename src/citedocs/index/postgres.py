@@ -31,6 +31,7 @@ from psycopg_pool import ConnectionPool
 from ..text import search_terms
 from ..types import Chunk, ChunkId
 from .store import (
+    KEY_COLUMNS,
     ApiKey,
     ChunkVectors,
     CorpusInfo,
@@ -110,8 +111,13 @@ CREATE TABLE IF NOT EXISTS api_keys (
     tenant TEXT NOT NULL,
     name TEXT NOT NULL,
     created_at TEXT NOT NULL,
-    revoked_at TEXT
+    revoked_at TEXT,
+    scope TEXT NOT NULL DEFAULT 'full',
+    origins TEXT NOT NULL DEFAULT ''
 );
+-- added after the first release, for databases created before
+ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS scope TEXT NOT NULL DEFAULT 'full';
+ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS origins TEXT NOT NULL DEFAULT '';
 """
 
 # Session-level advisory lock key under which processes starting at once create the schema.
@@ -124,7 +130,6 @@ _K1, _B = 1.2, 0.75
 _EF_SEARCH_FLOOR = 100  # HNSW candidate list; raised to 2x the requested rows when that is larger
 
 _CHUNK_COLUMNS = "id, doc_path, title, heading_path, anchor, anchor_path, url, text, token_count"
-_KEY_COLUMNS = "key_id, tenant, name, created_at, revoked_at"
 
 _stemmer = snowballstemmer.stemmer("porter")
 _TOKEN = re.compile(r"\w+")  # FTS5 unicode61 with '_' as a token character
@@ -441,26 +446,29 @@ class PostgresStore:
     # API keys ------------------------------------------------------------------------------------
     def add_api_key(self, key: ApiKey, secret_sha256: str) -> None:
         self._write(
-            "INSERT INTO api_keys (key_id, secret_sha256, tenant, name, created_at, revoked_at)"
-            " VALUES (%s, %s, %s, %s, %s, %s)",
-            (key.key_id, secret_sha256, key.tenant, key.name, key.created_at, key.revoked_at),
+            "INSERT INTO api_keys (key_id, secret_sha256, tenant, name, created_at, revoked_at, scope, origins)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            (
+                key.key_id, secret_sha256, key.tenant, key.name, key.created_at, key.revoked_at,
+                key.scope, key.stored_origins(),
+            ),
         )
 
     def find_api_key(self, secret_sha256: str) -> ApiKey | None:
-        rows = self._read(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE secret_sha256 = %s", (secret_sha256,))
-        return ApiKey(**rows[0]) if rows else None
+        rows = self._read(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE secret_sha256 = %s", (secret_sha256,))
+        return ApiKey.from_row(rows[0]) if rows else None
 
     def list_api_keys(self, tenant: str | None = None) -> list[ApiKey]:
         rows = self._read(
-            f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE %s::text IS NULL OR tenant = %s ORDER BY tenant, created_at",
+            f"SELECT {KEY_COLUMNS} FROM api_keys WHERE %s::text IS NULL OR tenant = %s ORDER BY tenant, created_at",
             (tenant, tenant),
         )
-        return [ApiKey(**r) for r in rows]
+        return [ApiKey.from_row(r) for r in rows]
 
     def revoke_api_key(self, key_id: str, revoked_at: str) -> ApiKey | None:
         with self._pool.connection() as conn:
             conn.execute(
                 "UPDATE api_keys SET revoked_at = %s WHERE key_id = %s AND revoked_at IS NULL", (revoked_at, key_id)
             )
-            row = conn.execute(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_id = %s", (key_id,)).fetchone()
-        return ApiKey(**row) if row else None
+            row = conn.execute(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE key_id = %s", (key_id,)).fetchone()
+        return ApiKey.from_row(row) if row else None

@@ -26,6 +26,7 @@ import numpy as np
 from ..text import fts_match_expression, search_terms
 from ..types import Chunk, ChunkId
 from .store import (
+    KEY_COLUMNS,
     ApiKey,
     ChunkVectors,
     CorpusInfo,
@@ -95,7 +96,9 @@ CREATE TABLE IF NOT EXISTS api_keys (
     tenant TEXT NOT NULL,
     name TEXT NOT NULL,
     created_at TEXT NOT NULL,
-    revoked_at TEXT
+    revoked_at TEXT,
+    scope TEXT NOT NULL DEFAULT 'full',
+    origins TEXT NOT NULL DEFAULT ''
 );
 """
 
@@ -103,6 +106,8 @@ CREATE TABLE IF NOT EXISTS api_keys (
 _ADDED_COLUMNS = (
     ("corpora", "tenant", "TEXT NOT NULL DEFAULT 'default'"),
     ("traces", "tenant", "TEXT NOT NULL DEFAULT 'default'"),
+    ("api_keys", "scope", "TEXT NOT NULL DEFAULT 'full'"),
+    ("api_keys", "origins", "TEXT NOT NULL DEFAULT ''"),
 )
 
 # BM25 column weights: page title, heading path, body.
@@ -413,35 +418,36 @@ class SQLiteStore:
         return count
 
     # API keys ------------------------------------------------------------------------------------
-    _KEY_COLUMNS = "key_id, tenant, name, created_at, revoked_at"
-
     def add_api_key(self, key: ApiKey, secret_sha256: str) -> None:
         with self._lock:
             self._db.execute(
-                "INSERT INTO api_keys (key_id, secret_sha256, tenant, name, created_at, revoked_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (key.key_id, secret_sha256, key.tenant, key.name, key.created_at, key.revoked_at),
+                "INSERT INTO api_keys (key_id, secret_sha256, tenant, name, created_at, revoked_at, scope, origins)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key.key_id, secret_sha256, key.tenant, key.name, key.created_at, key.revoked_at,
+                    key.scope, key.stored_origins(),
+                ),
             )
 
     def find_api_key(self, secret_sha256: str) -> ApiKey | None:
         with self._lock:
             row = self._db.execute(
-                f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE secret_sha256 = ?", (secret_sha256,)
+                f"SELECT {KEY_COLUMNS} FROM api_keys WHERE secret_sha256 = ?", (secret_sha256,)
             ).fetchone()
-        return ApiKey(**dict(row)) if row else None
+        return ApiKey.from_row(dict(row)) if row else None
 
     def list_api_keys(self, tenant: str | None = None) -> list[ApiKey]:
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE ? IS NULL OR tenant = ? ORDER BY tenant, created_at",
+                f"SELECT {KEY_COLUMNS} FROM api_keys WHERE ? IS NULL OR tenant = ? ORDER BY tenant, created_at",
                 (tenant, tenant),
             ).fetchall()
-        return [ApiKey(**dict(r)) for r in rows]
+        return [ApiKey.from_row(dict(r)) for r in rows]
 
     def revoke_api_key(self, key_id: str, revoked_at: str) -> ApiKey | None:
         with self._lock:
             self._db.execute(
                 "UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL", (revoked_at, key_id)
             )
-            row = self._db.execute(f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id,)).fetchone()
-        return ApiKey(**dict(row)) if row else None
+            row = self._db.execute(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id,)).fetchone()
+        return ApiKey.from_row(dict(row)) if row else None

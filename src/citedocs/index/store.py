@@ -31,6 +31,10 @@ class CorpusInfo:
     tenant: str = DEFAULT_TENANT  # the only tenant whose API keys may see this corpus (when auth is on)
 
 
+FULL_SCOPE = "full"  # every route of the key's tenant
+PUBLISHABLE_SCOPE = "publishable"  # the widget's routes only, from the key's own origins (auth.py)
+
+
 @dataclass(frozen=True)
 class ApiKey:
     """An API key's public record; the secret itself is never stored, only its sha256."""
@@ -40,6 +44,24 @@ class ApiKey:
     name: str
     created_at: str
     revoked_at: str | None = None
+    scope: str = FULL_SCOPE
+    origins: tuple[str, ...] = ()  # the browser origins a publishable key is accepted from
+
+    @property
+    def publishable(self) -> bool:
+        return self.scope == PUBLISHABLE_SCOPE
+
+    def stored_origins(self) -> str:
+        """The origins as the stores keep them: one text column, space-separated (origins hold no spaces)."""
+        return " ".join(self.origins)
+
+    @classmethod
+    def from_row(cls, row: dict) -> ApiKey:
+        """A key from a store row holding KEY_COLUMNS."""
+        return cls(**{**row, "origins": tuple(row["origins"].split())})
+
+
+KEY_COLUMNS = "key_id, tenant, name, created_at, revoked_at, scope, origins"
 
 
 @dataclass(frozen=True)
