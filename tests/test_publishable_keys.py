@@ -216,3 +216,36 @@ def test_a_database_from_before_publishable_keys_keeps_its_keys_as_full_keys(tmp
         assert old is not None and old.scope == "full" and old.origins == () and old.tenant == "acme"
     finally:
         store.close()
+
+
+def test_the_widget_answers_with_a_publishable_key_on_a_page_of_its_origin(server, services):
+    """The widget in Chromium on Debian's Python docs, its tag holding a publishable key for the
+    page's origin: it lists corpora, streams an answer and sends feedback, all with that key."""
+    from docs_site import PYTHON_DOCS, serving_docs
+
+    if not (PYTHON_DOCS / "library" / "json.html").is_file():
+        pytest.skip(f"needs the Python docs at {PYTHON_DOCS}: apt-get install python3.11-doc")
+    from browser import headless_chromium  # skips without Chromium (fails under CI)
+    from fake_llm import free_port
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    port = free_port()
+    _, secret = services.create_key("default", "python docs", publishable=True, origins=[f"http://127.0.0.1:{port}"])
+    tag = f'<script src="{server}/widget.js" data-corpus="{SMALL_CORPUS}" data-key="{secret}" defer></script>'
+    with serving_docs(port, tag) as site, headless_chromium(1200, 900) as driver:
+        until = WebDriverWait(driver, 90, poll_frequency=0.1).until
+        driver.get(site + "/library/json.html")
+        until(lambda d: d.execute_script("return document.getElementById('citedocs-widget')?.dataset.ready"))
+        root = driver.find_element(By.ID, "citedocs-widget").shadow_root
+        ActionChains(driver).key_down(Keys.CONTROL).send_keys("k").key_up(Keys.CONTROL).perform()
+        root.find_element(By.CSS_SELECTOR, "#cd-question").send_keys(QUESTION + Keys.ENTER)
+        until(lambda d: root.find_elements(By.CSS_SELECTOR, '.turn:not([data-state="streaming"])'))
+        turn = root.find_element(By.CSS_SELECTOR, ".turn")
+        assert turn.get_attribute("data-state") == "answered", turn.text
+        assert turn.find_elements(By.CSS_SELECTOR, ".answer .pill") and not root.find_elements(By.CSS_SELECTOR, ".error-message")
+        turn.find_element(By.CSS_SELECTOR, ".thumb-up").click()
+        turn.find_element(By.CSS_SELECTOR, ".feedback-form button[type=submit]").click()
+        until(lambda d: "Thanks" in turn.find_element(By.CSS_SELECTOR, ".feedback-status").text)
