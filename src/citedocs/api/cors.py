@@ -44,7 +44,7 @@ def _refusal(origin: str) -> JSONResponse:
 
 
 class CrossOrigin:
-    """ASGI middleware applying the policy above for a fixed set of allowed origins."""
+    """ASGI middleware applying the policy above: the configured origins, plus live publishable keys' ones."""
 
     def __init__(
         self, app: ASGIApp, allowed: tuple[str, ...], key_origins: Callable[[], frozenset[str]] | None = None
