@@ -265,7 +265,9 @@ function traceFooter(response, api) {
           status.textContent = "";
           feedbackForm.hidden = false;
           submit.textContent = value === "up" ? "Send: helpful" : "Send: not helpful";
-          comment.focus();
+          comment.focus({ preventScroll: true });
+          // the whole form, send button included, clear of the sticky composer
+          feedbackForm.scrollIntoView({ block: "center" });
         },
       },
       icon(value),
