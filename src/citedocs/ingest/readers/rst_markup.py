@@ -75,6 +75,12 @@ def _body(directive: Directive) -> list[nodes.Node]:
     return list(holder.children)
 
 
+def _inline_paragraph(directive: Directive, text: str) -> nodes.paragraph:
+    """Text written on the directive's own line (``.. seealso:: text``), parsed as inline markup."""
+    text_nodes, messages = directive.state.inline_text(text, directive.lineno)
+    return nodes.paragraph("", "", *text_nodes, *messages)
+
+
 class CodeBlock(Directive):
     """``code-block``/``sourcecode``/``code``: a literal block that keeps its language."""
 
@@ -162,8 +168,7 @@ class VersionChange(Directive):
         marker = nodes.Text(f"({_VERSION_WORDS[self.name]} {version.strip()})")
         body = _body(self)
         if inline.strip():
-            text_nodes, messages = self.state.inline_text(inline.strip(), self.lineno)
-            body.insert(0, nodes.paragraph("", "", *text_nodes, *messages))
+            body.insert(0, _inline_paragraph(self, inline.strip()))
         if body and isinstance(body[0], nodes.paragraph):
             body[0].insert(0, nodes.Text(" "))
             body[0].insert(0, marker)
@@ -184,8 +189,7 @@ class Aside(Directive):
     def run(self) -> list[nodes.Node]:
         body = _body(self)
         if self.arguments:  # ``.. seealso:: text`` on one line
-            text_nodes, messages = self.state.inline_text(self.arguments[0], self.lineno)
-            body.insert(0, nodes.paragraph("", "", *text_nodes, *messages))
+            body.insert(0, _inline_paragraph(self, self.arguments[0]))
         return [labelled("", *body, label=self.labels.get(self.name, self.name.capitalize()), kind="aside")]
 
 
