@@ -13,9 +13,12 @@
 Prints a Markdown table and writes everything as JSON to --out. --quick skips step 4.
 --database-url runs it all on PostgreSQL + pgvector (an empty database) instead of SQLite;
 --copy-from SQLITE_FILE then replaces the cold ingest by a copy of that index (no re-embedding).
+--home DIR runs on an existing index instead (no ingest; DIR is kept, and a synthetic corpus already
+there at the requested size is reused, so two code versions can be timed on the same data).
 
     python benchmarks/bench_ingest_retrieval.py --out benchmarks/results.json
     python benchmarks/bench_ingest_retrieval.py --database-url postgresql://... --copy-from ~/.local/share/citedocs/citedocs.sqlite3
+    python benchmarks/bench_ingest_retrieval.py --home /tmp/copy-of-an-astro-home --scale 100000
 """
 
 from __future__ import annotations
@@ -240,9 +243,10 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary CITEDOCS_HOME")
     parser.add_argument("--database-url", help="an empty PostgreSQL + pgvector database to run on instead of SQLite")
     parser.add_argument("--copy-from", type=Path, help="with --database-url: copy this SQLite index instead of a cold ingest")
+    parser.add_argument("--home", type=Path, help="an existing CITEDOCS_HOME holding the Astro index: no ingest, kept")
     args = parser.parse_args()
 
-    home = Path(tempfile.mkdtemp(prefix="citedocs-bench-"))
+    home = args.home or Path(tempfile.mkdtemp(prefix="citedocs-bench-"))
     os.environ["CITEDOCS_HOME"] = str(home)
     from citedocs import config
     from citedocs.service import Services
@@ -279,7 +283,7 @@ def main() -> int:
             copied = copy_corpus(source, services.store, corpus)
             source.close()
             report["ingest"]["copy"] = {"chunks": copied, "seconds": time.perf_counter() - started}
-        for name in ("no_change",) if args.copy_from else ("cold", "no_change"):
+        for name in () if args.home else ("no_change",) if args.copy_from else ("cold", "no_change"):
             print(f"ingest ({name}) of {docs} ...", file=sys.stderr, flush=True)
             clock = PhaseClock()
             result = services.ingest(docs, corpus, config.ASTRO_BASE_URL, clock)
@@ -307,8 +311,12 @@ def main() -> int:
 
         if not args.quick:
             target = f"{corpus}-x{args.scale // 1000}k"
-            print(f"replicating into {target} ...", file=sys.stderr, flush=True)
-            scale = replicate(services, corpus, target, args.scale)
+            existing = services.store.get_corpus(target)
+            if args.home and existing and existing.chunk_count == args.scale:
+                scale = {"chunks": existing.chunk_count, "replicas": 0, "write_s": float("nan"), "chunks_per_s": float("nan")}
+            else:
+                print(f"replicating into {target} ...", file=sys.stderr, flush=True)
+                scale = replicate(services, corpus, target, args.scale)
             scale["db_mb"] = database_mb(services.store)
             report["scale"] = scale
             name = f"{scale['chunks'] // 1000}k hybrid (no rerank)"
@@ -322,7 +330,7 @@ def main() -> int:
         services.store.close()
     finally:
         report["environment"]["load_at_end"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
-        if args.keep:
+        if args.keep or args.home:
             print(f"kept {home}", file=sys.stderr)
         else:
             shutil.rmtree(home, ignore_errors=True)

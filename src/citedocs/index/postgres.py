@@ -1,10 +1,13 @@
 """PostgreSQL + pgvector store: the same ``Store`` as the SQLite default, for several server processes.
 
 - Lexical search is BM25 over an inverted index in a table (``postings``: corpus, lexeme, chunk,
-  weighted term frequency, chunk length), scored in SQL with the formula and field weights of the
-  SQLite index's FTS5 ``bm25()`` (title 2, heading path 3, body 1; k1 1.2, b 0.75), so the two
-  backends rank alike. The lexemes are the same search terms (identifier parts, compounds,
-  camelCase pieces; see ``text.py``), Porter-stemmed like FTS5's ``porter`` tokenizer. PostgreSQL's
+  weighted term frequency, chunk length), scored by the impact index every store shares
+  (``bm25.py``, built from the table once per corpus version and kept in each process) with the
+  formula and field weights of the SQLite index's FTS5 ``bm25()`` (title 2, heading path 3, body
+  1; k1 1.2, b 0.75), so the two backends rank alike. Scoring in SQL aggregated every posting of
+  every query term and took about a second a query at 100k chunks. The lexemes are the same search
+  terms (identifier parts, compounds, camelCase pieces; see ``text.py``), Porter-stemmed like
+  FTS5's ``porter`` tokenizer. PostgreSQL's
   ``tsvector``/``ts_rank`` was tried first: it has no IDF, and BM25-only recall@8 on the dev set
   fell from 0.95 to 0.56. Its parser would also split ``import_meta_env`` at the underscores.
 - Nearest-vector search is an HNSW index (inner product on unit vectors) over
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
@@ -30,6 +34,7 @@ from psycopg_pool import ConnectionPool
 
 from ..text import search_terms
 from ..types import Chunk, ChunkId
+from .bm25 import FIELD_WEIGHTS, BM25Index, Postings
 from .store import (
     KEY_COLUMNS,
     ApiKey,
@@ -123,10 +128,6 @@ ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS origins TEXT NOT NULL DEFAULT '';
 # Session-level advisory lock key under which processes starting at once create the schema.
 _SCHEMA_LOCK = 0x636974_65646F63  # "citedoc"
 
-# BM25 as FTS5 computes it: per-field weights on term frequency (title, heading path, body, as the
-# SQLite columns), k1 and b at FTS5's values, IDF floored at 1e-6.
-_FIELD_WEIGHTS = (2.0, 3.0, 1.0)
-_K1, _B = 1.2, 0.75
 _EF_SEARCH_FLOOR = 100  # HNSW candidate list; raised to 2x the requested rows when that is larger
 
 _CHUNK_COLUMNS = "id, doc_path, title, heading_path, anchor, anchor_path, url, text, token_count"
@@ -143,40 +144,12 @@ def chunk_terms(chunk: Chunk) -> tuple[dict[str, float], int]:
     """The chunk's lexemes with field-weighted term frequencies, and its length in terms."""
     frequencies: dict[str, float] = {}
     length = 0
-    for weight, text in zip(_FIELD_WEIGHTS, (chunk.title, " ".join(chunk.heading_path), chunk.text)):
+    for weight, text in zip(FIELD_WEIGHTS, (chunk.title, " ".join(chunk.heading_path), chunk.text)):
         for term in search_terms(text):
             lexeme = _lexeme(term)
             frequencies[lexeme] = frequencies.get(lexeme, 0.0) + weight
             length += 1
     return frequencies, length
-
-
-_BM25_SQL = f"""
-WITH query AS (SELECT * FROM unnest(%(lexemes)s::text[], %(phrases)s::int[]) AS q(lexeme, phrase)),
-phrase_size AS (SELECT phrase, count(*) AS size FROM query GROUP BY phrase),
-stats AS (SELECT count(*) AS n, greatest(avg(term_count), 1) AS avgdl FROM chunks WHERE corpus = %(corpus)s),
-idf AS (
-    SELECT p.lexeme, greatest(ln((stats.n - count(*) + 0.5) / (count(*) + 0.5)), 1e-6) AS idf
-    FROM postings p, stats WHERE p.corpus = %(corpus)s AND p.lexeme IN (SELECT lexeme FROM query)
-    GROUP BY p.lexeme, stats.n
-),
--- one row per query token: FTS5 scores each term as its own phrase ("image" and "images" both count)
-term_idf AS (SELECT query.lexeme, query.phrase, idf.idf FROM query JOIN idf USING (lexeme)),
-phrase_hits AS (
-    SELECT p.rid, t.phrase, count(*) AS matched,
-           sum(t.idf * p.tf * {_K1 + 1} / (p.tf + {_K1} * ({1 - _B} + {_B} * p.doc_length / stats.avgdl))) AS score
-    FROM postings p JOIN term_idf t USING (lexeme), stats
-    WHERE p.corpus = %(corpus)s
-    GROUP BY p.rid, t.phrase
-)
-SELECT c.id, sum(h.score) AS score
-FROM phrase_hits h JOIN phrase_size USING (phrase) JOIN chunks c ON c.rid = h.rid
-WHERE h.matched = phrase_size.size  -- a phrase counts only when all of its tokens occur
-GROUP BY c.rid, c.id
-HAVING count(*) >= %(required)s
-ORDER BY score DESC, c.rid
-LIMIT %(limit)s
-"""
 
 
 def redacted(url: str) -> str:
@@ -229,6 +202,8 @@ class PostgresStore:
             open=True,
             name="citedocs",
         )
+        self._bm25: dict[str, tuple[tuple[str, str], BM25Index]] = {}  # corpus -> ((version, pipeline), index)
+        self._bm25_build = threading.Lock()
 
     def close(self) -> None:
         self._pool.close()
@@ -360,15 +335,62 @@ class PostgresStore:
         phrases = [phrase for phrase in phrases if phrase]
         if not phrases:
             return []
-        params = {
-            "lexemes": [lexeme for phrase in phrases for lexeme in phrase],
-            "phrases": [n for n, phrase in enumerate(phrases) for _ in phrase],
-            "corpus": corpus,
-            "required": len(phrases) if match_all else 1,
-            "limit": limit,
-        }
-        rows = self._read(_BM25_SQL, params)
-        return [(ChunkId(r["id"]), float(r["score"])) for r in rows]
+        index = self.bm25_index(corpus)
+        return index.top_k(phrases, limit, match_all) if index else []
+
+    def bm25_index(self, corpus: str) -> BM25Index | None:
+        """The corpus's impact index, rebuilt when its version or pipeline changed (None: no such corpus)."""
+        key = self._corpus_key(self._read, corpus)
+        cached = self._bm25.get(corpus)
+        if cached and cached[0] == key:
+            return cached[1]
+        with self._bm25_build, self._pool.connection() as conn, conn.transaction():
+            # one snapshot: the postings and the version they are cached under agree
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            key = self._corpus_key(lambda sql, params: conn.execute(sql, params).fetchall(), corpus)
+            cached = self._bm25.get(corpus)
+            if cached and cached[0] == key:
+                return cached[1]
+            if key == ("", ""):
+                return None
+            postings = self._read_postings(conn, corpus)
+        index = BM25Index(postings)
+        self._bm25[corpus] = (key, index)
+        return index
+
+    @staticmethod
+    def _corpus_key(read, corpus: str) -> tuple[str, str]:
+        rows = read("SELECT version, pipeline FROM corpora WHERE name = %s", (corpus,))
+        return (rows[0]["version"], rows[0]["pipeline"]) if rows else ("", "")
+
+    @staticmethod
+    def _read_postings(conn: psycopg.Connection, corpus: str) -> Postings:
+        chunks = conn.execute(
+            "SELECT rid, id, term_count FROM chunks WHERE corpus = %s ORDER BY rid", (corpus,)
+        ).fetchall()
+        rids = np.array([r["rid"] for r in chunks], dtype=np.int64)
+        lexemes: list[str] = []
+        chunk_rids: list[np.ndarray] = []
+        frequencies: list[np.ndarray] = []
+        with conn.cursor(binary=True) as cursor:
+            cursor.execute(
+                "SELECT lexeme, array_agg(rid) AS rids, array_agg(tf) AS tfs FROM postings"
+                " WHERE corpus = %s GROUP BY lexeme",
+                (corpus,),
+            )
+            for r in cursor:
+                lexemes.append(r["lexeme"])
+                chunk_rids.append(np.array(r["rids"], dtype=np.int64))
+                frequencies.append(np.array(r["tfs"], dtype=np.float64))
+        sizes = np.array([len(a) for a in chunk_rids], dtype=np.int64)
+        return Postings(
+            chunk_ids=[ChunkId(r["id"]) for r in chunks],
+            lengths=np.array([r["term_count"] for r in chunks], dtype=np.int64),
+            lexemes=lexemes,
+            lexeme_rows=np.repeat(np.arange(len(lexemes)), sizes),
+            chunks=np.searchsorted(rids, np.concatenate(chunk_rids)) if chunk_rids else np.zeros(0, dtype=np.int64),
+            frequencies=np.concatenate(frequencies) if frequencies else np.zeros(0),
+        )
 
     def dense_search(self, corpus: str, query_vector: np.ndarray, limit: int) -> list[tuple[ChunkId, float]]:
         if limit <= 0:

@@ -1,0 +1,76 @@
+"""The top-k BM25 scorer (``index/bm25.py``) is FTS5's ``bm25()`` made fast, not a different ranking:
+on real indexes it returns FTS5's chunks, in FTS5's order, with FTS5's scores to the last bit, and a
+re-ingest is searched at its new version, never from a stale cache."""
+
+from __future__ import annotations
+
+import pytest
+
+from citedocs.eval.cases import load_cases
+from citedocs.retrieve.rewrite import standalone_query_fallback
+from citedocs.service import Services
+from citedocs.text import query_terms
+
+from conftest import ASTRO_BASE_URL, ASTRO_CORPUS, DEV_CASES
+
+SMALL = "small"
+
+
+def dev_queries() -> list[list[str]]:
+    return [query_terms(standalone_query_fallback(c.question, c.history)) for c in load_cases(DEV_CASES)]
+
+
+def test_top_k_scorer_returns_fts5s_own_ranking_for_every_dev_question(astro_sqlite_services):
+    store = astro_sqlite_services.store
+    for terms in dev_queries():
+        for match_all in (False, True):
+            fast = store.lexical_search(ASTRO_CORPUS, terms, 50, match_all=match_all)
+            assert fast == store.fts5_search(ASTRO_CORPUS, terms, 50, match_all=match_all), (terms, match_all)
+    assert store.lexical_search(ASTRO_CORPUS, ["image", "images"], 50)  # two phrases of one stem, as FTS5 scores them
+    assert store.lexical_search(ASTRO_CORPUS, ["image", "images"], 50) == store.fts5_search(
+        ASTRO_CORPUS, ["image", "images"], 50
+    )
+
+
+def test_phrases_of_several_tokens_keep_fts5_adjacency(astro_sqlite_services):
+    store = astro_sqlite_services.store
+    for terms in (["astro's"], ["content collections"], ["collections content"], ["astro's", "config"]):
+        for match_all in (False, True):
+            assert store.lexical_search(ASTRO_CORPUS, terms, 200, match_all) == store.fts5_search(
+                ASTRO_CORPUS, terms, 200, match_all
+            )
+    adjacent = {c for c, _ in store.lexical_search(ASTRO_CORPUS, ["content collections"], 10_000)}
+    either_order = {c for c, _ in store.lexical_search(ASTRO_CORPUS, ["content", "collections"], 10_000, True)}
+    assert adjacent < either_order  # a phrase is words side by side, not merely both present
+
+
+@pytest.fixture
+def small_services(tmp_path, small_docs):
+    services = Services.open(tmp_path / "home" / "citedocs.sqlite3")
+    services.ingest(small_docs, SMALL, ASTRO_BASE_URL)
+    yield services
+    services.store.close()
+
+
+def test_reingest_is_searched_at_the_new_version_not_from_the_cache(small_services, small_docs):
+    store = small_services.store
+    assert store.lexical_search(SMALL, ["quokkaplatform"], 8) == []
+    before = store.lexical_search(SMALL, ["heroku", "deploy"], 8)
+    assert before and before == store.fts5_search(SMALL, ["heroku", "deploy"], 8)
+
+    page = small_docs / "recipes" / "add-yaml-support.mdx"
+    page.write_text(page.read_text(encoding="utf-8") + "\n\n## Quokka\n\nDeploy to QuokkaPlatform with one command.\n")
+    small_services.ingest(small_docs, SMALL, ASTRO_BASE_URL)
+    found = store.lexical_search(SMALL, ["quokkaplatform"], 8)
+    assert [c for c, _ in found] == [c for c, _ in store.fts5_search(SMALL, ["quokkaplatform"], 8)]
+    assert found and found[0][0].startswith("recipes/add-yaml-support#quokka")
+    # every document frequency and length moved with the new chunk: still FTS5's scores exactly
+    assert store.lexical_search(SMALL, ["heroku", "deploy"], 8) == store.fts5_search(SMALL, ["heroku", "deploy"], 8)
+
+    page.unlink()
+    small_services.ingest(small_docs, SMALL, ASTRO_BASE_URL)
+    assert store.lexical_search(SMALL, ["quokkaplatform"], 8) == []
+
+
+def test_a_corpus_never_ingested_has_no_lexical_hits(small_services):
+    assert small_services.store.lexical_search("no-such-corpus", ["heroku"], 8) == []
