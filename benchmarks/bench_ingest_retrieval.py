@@ -185,6 +185,17 @@ def database_mb(store) -> float:
     return sum(p.stat().st_size for p in store.path.parent.glob(store.path.name + "*")) / 1e6
 
 
+def resident_mb() -> float:
+    """This process's resident memory (Linux), after a garbage collection."""
+    import gc
+
+    gc.collect()
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def fmt(value: float) -> str:
     return f"{value:.1f}" if value < 100 else f"{value:.0f}"
 
@@ -230,6 +241,11 @@ def markdown(report: dict) -> str:
             f"\nSynthetic corpus: {s['chunks']} chunks ({s['replicas']} replicas) written in {s['write_s']:.0f} s "
             f"({s['chunks_per_s']:.0f} chunks/s, no embedding); database {s['db_mb']:.0f} MB"
         )
+        if "bm25_index_build_s" in s:
+            lines.append(
+                f"BM25 impact index: built in {s['bm25_index_build_s']:.1f} s on first use, {s['bm25_index_mb']:.0f} MB of arrays, "
+                f"resident memory +{s['bm25_index_rss_mb']:.0f} MB"
+            )
     return "\n".join(lines)
 
 
@@ -244,6 +260,7 @@ def main() -> int:
     parser.add_argument("--database-url", help="an empty PostgreSQL + pgvector database to run on instead of SQLite")
     parser.add_argument("--copy-from", type=Path, help="with --database-url: copy this SQLite index instead of a cold ingest")
     parser.add_argument("--home", type=Path, help="an existing CITEDOCS_HOME holding the Astro index: no ingest, kept")
+    parser.add_argument("--scale-only", action="store_true", help="time only the synthetic corpus, not the Astro one")
     args = parser.parse_args()
 
     home = args.home or Path(tempfile.mkdtemp(prefix="citedocs-bench-"))
@@ -299,7 +316,7 @@ def main() -> int:
 
         queries = build_queries(args.cases)
         astro_chunks = services.corpus(corpus).chunk_count
-        for rerank in (True, False):
+        for rerank in () if args.scale_only else (True, False):
             name = "astro hybrid+rerank" if rerank else "astro hybrid (no rerank)"
             print(f"{name}: {len(queries)} queries ...", file=sys.stderr, flush=True)
             first = warm_up(services, corpus, rerank)
@@ -319,6 +336,12 @@ def main() -> int:
                 scale = replicate(services, corpus, target, args.scale)
             scale["db_mb"] = database_mb(services.store)
             report["scale"] = scale
+            if hasattr(services.store, "bm25_index"):  # the in-memory BM25 impact index, built on first use
+                rss_before, started = resident_mb(), time.perf_counter()
+                index = services.store.bm25_index(target)
+                scale["bm25_index_build_s"] = time.perf_counter() - started
+                scale["bm25_index_mb"] = index.nbytes / 1e6
+                scale["bm25_index_rss_mb"] = resident_mb() - rss_before
             name = f"{scale['chunks'] // 1000}k hybrid (no rerank)"
             print(f"{name}: {len(queries)} queries ...", file=sys.stderr, flush=True)
             first = warm_up(services, target, rerank=False)

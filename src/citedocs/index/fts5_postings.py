@@ -32,8 +32,9 @@ class Fts5Tokenizer:
         self._cache: dict[str, tuple[str, ...]] = {}
 
     def tokens(self, texts: Sequence[str]) -> list[tuple[str, ...]]:
-        """The lexemes FTS5 indexes for each text, in order (repeat texts are remembered)."""
-        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        """The lexemes FTS5 indexes for each text, in order (texts seen before are remembered)."""
+        known = {text: self._cache.get(text) for text in texts}
+        missing = [text for text, lexemes in known.items() if lexemes is None]
         if missing:
             with self._lock:
                 self._db.execute("BEGIN")
@@ -45,8 +46,8 @@ class Fts5Tokenizer:
             if len(self._cache) > 100_000:  # query terms are unbounded user input
                 self._cache.clear()
             for n, text in enumerate(missing, start=1):
-                self._cache[text] = tuple(found.get(n, ()))
-        return [self._cache[t] for t in texts]
+                known[text] = self._cache[text] = tuple(found.get(n, ()))
+        return [known[text] for text in texts]
 
 
 def read_postings(rows: Sequence[tuple[str, str, str, str]], tokenizer: Fts5Tokenizer) -> Postings:
