@@ -11,7 +11,7 @@ from citedocs.retrieve.rewrite import standalone_query_fallback
 from citedocs.service import Services
 from citedocs.text import query_terms
 
-from conftest import ASTRO_BASE_URL, ASTRO_CORPUS, DEV_CASES
+from conftest import ASTRO_BASE_URL, ASTRO_CORPUS, DEV_CASES, copy_astro_pages
 
 SMALL = "small"
 
@@ -45,6 +45,12 @@ def test_phrases_of_several_tokens_keep_fts5_adjacency(astro_sqlite_services):
 
 
 @pytest.fixture
+def small_docs(tmp_path):
+    """Two short real Astro pages: enough for document frequencies to move on a re-ingest."""
+    return copy_astro_pages(tmp_path / "docs", ("guides/deploy/heroku.mdx", "recipes/add-yaml-support.mdx"))
+
+
+@pytest.fixture
 def small_services(tmp_path, small_docs):
     services = Services.open(tmp_path / "home" / "citedocs.sqlite3")
     services.ingest(small_docs, SMALL, ASTRO_BASE_URL)
@@ -55,6 +61,7 @@ def small_services(tmp_path, small_docs):
 def test_reingest_is_searched_at_the_new_version_not_from_the_cache(small_services, small_docs):
     store = small_services.store
     assert store.lexical_search(SMALL, ["quokkaplatform"], 8) == []
+    assert store.lexical_search("no-such-corpus", ["heroku"], 8) == []
     before = store.lexical_search(SMALL, ["heroku", "deploy"], 8)
     assert before and before == store.fts5_search(SMALL, ["heroku", "deploy"], 8)
 
@@ -72,5 +79,18 @@ def test_reingest_is_searched_at_the_new_version_not_from_the_cache(small_servic
     assert store.lexical_search(SMALL, ["quokkaplatform"], 8) == []
 
 
-def test_a_corpus_never_ingested_has_no_lexical_hits(small_services):
-    assert small_services.store.lexical_search("no-such-corpus", ["heroku"], 8) == []
+def test_an_ingest_that_dies_mid_write_leaves_lexical_search_as_it_was(small_services, small_docs, monkeypatch):
+    store = small_services.store
+    before = store.lexical_search(SMALL, ["heroku", "deploy", "yaml"], 8)
+    page = small_docs / "recipes" / "add-yaml-support.mdx"
+    page.write_text(page.read_text(encoding="utf-8") + "\n\n## Quokka\n\nDeploy to QuokkaPlatform with one command.\n")
+
+    def dies(*args):  # fault injection: the write fails inside the ingest transaction
+        raise OSError("disk full (injected)")
+
+    monkeypatch.setattr(store, "_insert_chunk", dies)
+    with pytest.raises(OSError, match="injected"):
+        small_services.ingest(small_docs, SMALL, ASTRO_BASE_URL)
+    monkeypatch.undo()
+    assert store.lexical_search(SMALL, ["heroku", "deploy", "yaml"], 8) == before
+    assert store.lexical_search(SMALL, ["quokkaplatform"], 8) == []
