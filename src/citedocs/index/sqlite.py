@@ -117,8 +117,6 @@ _ADDED_COLUMNS = (
     ("api_keys", "origins", "TEXT NOT NULL DEFAULT ''"),
 )
 
-# BM25 column weights: page title, heading path, body.
-_BM25_WEIGHTS = FIELD_WEIGHTS
 _FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5(
     title, headings, body, tokenize = "porter unicode61 tokenchars '_'"
 )"""
@@ -335,7 +333,7 @@ class SQLiteStore:
         the impact index is tested against."""
         if not terms:
             return []
-        weights = ", ".join(str(w) for w in _BM25_WEIGHTS)
+        weights = ", ".join(str(w) for w in FIELD_WEIGHTS)  # title, heading path, body
         table = fts_table(corpus)
         with self._lock:
             if table not in self._tables():  # a corpus never ingested
