@@ -9,7 +9,7 @@ per dev set, bytes per chunk (mean and max over the corpus), R@1, R@8, anchor R@
 how far each candidate moves the MaxSim confidence that the refusal threshold is calibrated on
 (mean absolute change, and on how many cases, refusals included, it crosses ``min_retrieval_score``).
 
-    CITEDOCS_HOME=COPY_OF_AN_INDEX python benchmarks/token_compression.py [--only NAME,NAME] [--cases FILE ...]
+    CITEDOCS_HOME=COPY_OF_AN_INDEX python benchmarks/token_compression.py [--only 'NAME;NAME'] [--cases FILE ...]
 
 Candidates (``CANDIDATES``): head truncation, token pooling (Clavie et al. 2024: Ward clustering
 of a chunk's tokens, each cluster mean-pooled), 4/2/1-bit scalar quantization, random projection
@@ -26,6 +26,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -66,7 +67,7 @@ def scalar(bits: int) -> Compression:
         if levels is None:  # 2 bits: Lloyd-Max levels for a Gaussian, per-token std
             sigma = t.std(axis=1, keepdims=True) + 1e-9
             z = t / sigma
-            q = np.where(np.abs(z) > 0.9816, 1.510, 0.4528) * np.sign(z)
+            q = np.where(np.abs(z) > 0.9816, 1.510, 0.4528) * np.where(z >= 0, 1.0, -1.0)
             return Compressed(q * sigma, n * (d * bits // 8 + 2))
         scale = np.abs(t).max(axis=1, keepdims=True) / levels + 1e-12
         return Compressed(np.round(t / scale) * scale, n * (d * bits // 8 + 2))
@@ -99,10 +100,11 @@ class Reconstructed:
         return self.tokens
 
 
-def project(matrix: np.ndarray) -> Compression:
-    """Onto the rows of ``matrix`` (k x DIM, orthonormal rows), int8; scored in the original space."""
+def project(fit: Callable[[], np.ndarray]) -> Compression:
+    """Onto the rows of ``fit()`` (k x DIM, orthonormal rows), int8; scored in the original space."""
 
     def apply(t: Tokens) -> Compressed:
+        matrix = fit()
         low = t @ matrix.T
         scale = np.abs(low).max(axis=1, keepdims=True) / 127 + 1e-12
         return Compressed((np.round(low / scale) * scale) @ matrix, t.shape[0] * (matrix.shape[0] + 2))
@@ -110,11 +112,12 @@ def project(matrix: np.ndarray) -> Compression:
     return apply
 
 
-def residual(centroids: np.ndarray, bits: int) -> Compression:
+def residual(fit: Callable[[], np.ndarray], bits: int) -> Compression:
     """ColBERTv2: nearest centroid id (2 bytes) + the residual at ``bits`` per dim (per-token scale)."""
     quantize = scalar(bits)
 
     def apply(t: Tokens) -> Compressed:
+        centroids = fit()
         nearest = centroids[np.argmax(t @ centroids.T, axis=1)]
         r = quantize(t - nearest)
         return Compressed(nearest + r.tokens, t.shape[0] * 2 + r.nbytes)
@@ -185,8 +188,11 @@ def kmeans(sample: Tokens, k: int, iterations: int = 8, seed: int = 0) -> np.nda
 
 
 def candidates(sample: Tokens) -> dict[str, Compression]:
-    pca128, pca96 = pca(sample, 128), pca(sample, 96)
-    centroids = kmeans(sample[:20_000], 256)
+    """Every candidate; the per-corpus fits run only when a candidate that needs them does."""
+    pca128 = cache(lambda: pca(sample, 128))
+    pca96 = cache(lambda: pca(sample, 96))
+    centroids = cache(lambda: kmeans(sample[:20_000], 256))
+    rp128 = cache(lambda: random_projection(128))
     return {
         "today: int8, up to 126 tokens": int8,
         "head 64 tokens, int8": chain(head(64), int8),
@@ -198,7 +204,7 @@ def candidates(sample: Tokens) -> dict[str, Compression]:
         "4-bit": unit(scalar(4)),
         "2-bit": unit(scalar(2)),
         "1-bit (sign)": scalar(1),
-        "random projection 128-d, int8": unit(project(random_projection(128))),
+        "random projection 128-d, int8": unit(project(rp128)),
         "PCA 128-d (per corpus), int8": unit(project(pca128)),
         "PCA 96-d (per corpus), int8": unit(project(pca96)),
         "residual k256 + 2-bit": unit(residual(centroids, 2)),
@@ -273,7 +279,7 @@ def corpus_bytes(store, corpus: str, compress: Compression, every: int) -> tuple
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", type=Path, nargs="*", default=DEFAULT_CASES)
-    parser.add_argument("--only", help="comma-separated substrings of candidate names (today's is always run)")
+    parser.add_argument("--only", help="';'-separated candidate names (today's is always run)")
     parser.add_argument("--size-every", type=int, default=5, help="size statistics over every N-th chunk")
     args = parser.parse_args()
     from citedocs.eval.cases import corpus_named_by, load_cases
@@ -293,8 +299,8 @@ def main() -> None:
         cases = load_cases(path)
         started = time.perf_counter()
         pool_ = candidates(corpus_sample(services.store, corpus))
-        wanted = [s.strip() for s in (args.only or "").split(",") if s.strip()]
-        names = [n for n in pool_ if n.startswith("today") or not wanted or any(w in n for w in wanted)]
+        wanted = [s.strip() for s in (args.only or "").split(";") if s.strip()]
+        names = [n for n in pool_ if n.startswith("today") or not wanted or n in wanted]
         n = sum(c.answerable for c in cases)
         print(f"\n### {path.name} ({n} answerable of {len(cases)}; corpus {corpus})\n")
         print("| candidate | bytes/chunk mean | max | R@1 | R@8 | anchor R@8 | MRR | conf change | threshold flips |")

@@ -1,4 +1,4 @@
-"""The reranker's stored token vectors: pooled by 3, 4 bits a dimension, <= 8 KB a chunk, and
+"""The reranker's stored token vectors: pooled by 3, 2 bits a dimension, <= 8 KB a chunk, and
 ranking like the full-precision vectors they came from (README "Index size")."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def unit_rows(n: int, seed: int = 0) -> np.ndarray:
 
 def test_a_full_chunk_of_tokens_packs_into_at_most_8_kb():
     packed = PackedTokens.pack(unit_rows(126))  # the most tokens a chunk keeps (LATE_INTERACTION_TOKENS)
-    assert packed.rows == 42 and len(packed.data) <= 8192
+    assert packed.rows == 42 and len(packed.data) == 42 * 96 <= 8192
 
 
 def test_unpacked_rows_are_unit_vectors_close_to_the_pooled_ones():
@@ -33,7 +33,7 @@ def test_unpacked_rows_are_unit_vectors_close_to_the_pooled_ones():
     unpacked = PackedTokens.pack(tokens).unpack(DIM)
     assert unpacked.shape == pooled.shape == (17, DIM)
     assert np.allclose(np.linalg.norm(unpacked, axis=1), 1, atol=1e-5)
-    assert (unpacked * pooled).sum(axis=1).min() > 0.97  # 4-bit rounding costs under 3% of a cosine
+    assert (unpacked * pooled).sum(axis=1).min() > 0.9  # what 2 bits keep of a row's direction
 
 
 def test_pooling_merges_near_duplicate_tokens_and_keeps_distinct_ones():

@@ -1,9 +1,9 @@
-"""The stored form of a chunk's late-interaction token vectors: pooled, then packed to 4 bits.
+"""The stored form of a chunk's late-interaction token vectors: pooled by 3, then 2 bits a dimension.
 
 Token vectors were the reranker's biggest cost on disk: up to 126 int8 rows of 384 dims (~48 KB a
 chunk, most of the index). Measured offline on every dev set (``benchmarks/token_compression.py``,
-README "Index size"), pooling a chunk's tokens by 3 and keeping 4 bits per dimension leaves
-rerank R@1 and MRR where they were at <= 8 KB a chunk. The same bytes go into every store backend.
+README "Index size"), pooling a chunk's tokens by 3 and keeping 2 bits per dimension leaves rerank
+R@1 and MRR within 0.01 of int8 at <= 4,032 bytes a chunk. The same bytes go into every store backend.
 """
 
 from __future__ import annotations
@@ -15,11 +15,14 @@ import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
 
 POOL_FACTOR = 3  # stored rows = ceil(tokens / 3): <= 42 for the 126 tokens the reranker keeps
-LEVELS = 7  # 4-bit symmetric: -7..7 times a per-row scale, stored as 1..15 in a nibble
-_SCALE = np.dtype("<f2")  # one float16 scale per row
-_OFFSET = 8
+# 2 bits a dimension: the Lloyd-Max quantizer of a Gaussian, in units of the row's own standard
+# deviation (token components are close to Gaussian): split at 0 and +-0.9816 sigma, read back as
+# these levels. No scale is stored: rows are renormalised when read, which cancels it.
+_CUT = 0.9816
+_LEVELS = np.array([-1.510, -0.4528, 0.4528, 1.510], dtype=np.float32)
+_PER_BYTE = 4
 # Part of the ingest pipeline string: a corpus stored in another format is rebuilt by its next ingest.
-TOKEN_FORMAT = f"pool{POOL_FACTOR}-q4"
+TOKEN_FORMAT = f"pool{POOL_FACTOR}-q2"
 
 
 def pool(tokens: np.ndarray, factor: int) -> np.ndarray:
@@ -43,23 +46,22 @@ def _unit(rows: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PackedTokens:
-    """A chunk's token vectors as a store keeps them: ``rows`` float16 scales, then ``rows`` x dim/2
-    bytes of 4-bit codes (two dimensions a byte, the even one in the high nibble)."""
+    """A chunk's token vectors as a store keeps them: ``rows`` x dim/4 bytes of 2-bit codes, four
+    dimensions a byte, the first in the two high bits."""
 
     data: bytes
     rows: int
 
     @classmethod
     def pack(cls, tokens: np.ndarray) -> PackedTokens:
-        """Unit token vectors (n x dim, dim even) -> pooled by POOL_FACTOR, 4 bits per dimension."""
+        """Unit token vectors (n x dim, dim a multiple of 4) -> pooled by POOL_FACTOR, 2 bits a dimension."""
         pooled = pool(tokens, POOL_FACTOR)
-        if pooled.ndim != 2 or pooled.shape[1] % 2:
-            raise ValueError(f"token vectors must be rows of an even width, got shape {pooled.shape}")
-        scale = (np.abs(pooled).max(axis=1, keepdims=True) / LEVELS).astype(_SCALE)
-        safe = np.maximum(scale.astype(np.float32), np.finfo(np.float16).tiny)
-        codes = (np.clip(np.round(pooled / safe), -LEVELS, LEVELS) + _OFFSET).astype(np.uint8)
-        nibbles = (codes[:, 0::2] << 4) | codes[:, 1::2]
-        return cls(scale.tobytes() + nibbles.tobytes(), len(pooled))
+        if pooled.ndim != 2 or pooled.shape[1] % _PER_BYTE:
+            raise ValueError(f"token vectors must be rows of a width divisible by 4, got shape {pooled.shape}")
+        z = pooled / np.maximum(pooled.std(axis=1, keepdims=True), 1e-9)
+        codes = np.digitize(z, [-_CUT, 0.0, _CUT]).astype(np.uint8)  # 0..3, the index into _LEVELS
+        packed = codes[:, 0::4] << 6 | codes[:, 1::4] << 4 | codes[:, 2::4] << 2 | codes[:, 3::4]
+        return cls(packed.tobytes(), len(pooled))
 
     def unpack(self, dim: int) -> np.ndarray:
         """Unit float32 rows (rows x dim) to score float query tokens against. Rows of exactly
@@ -67,12 +69,10 @@ class PackedTokens:
         read as they are until the next ingest rebuilds the corpus."""
         if len(self.data) == self.rows * dim:
             return np.frombuffer(self.data, dtype=np.int8).reshape(self.rows, dim).astype(np.float32) / 127
-        if len(self.data) != self.rows * (_SCALE.itemsize + dim // 2):
+        if len(self.data) != self.rows * dim // _PER_BYTE:
             raise ValueError(f"{len(self.data)} bytes cannot hold {self.rows} packed token rows of width {dim}")
-        split = self.rows * _SCALE.itemsize
-        scale = np.frombuffer(self.data[:split], dtype=_SCALE).astype(np.float32).reshape(-1, 1)
-        nibbles = np.frombuffer(self.data[split:], dtype=np.uint8).reshape(self.rows, dim // 2)
-        codes = np.empty((self.rows, dim), dtype=np.float32)
-        codes[:, 0::2] = nibbles >> 4
-        codes[:, 1::2] = nibbles & 0x0F
-        return _unit((codes - _OFFSET) * scale)
+        packed = np.frombuffer(self.data, dtype=np.uint8).reshape(self.rows, dim // _PER_BYTE)
+        codes = np.empty((self.rows, dim), dtype=np.uint8)
+        for i, shift in enumerate((6, 4, 2, 0)):
+            codes[:, i::4] = (packed >> shift) & 0b11
+        return _unit(_LEVELS[codes])

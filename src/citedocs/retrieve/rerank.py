@@ -4,7 +4,7 @@ No PyPI package ships a cross-encoder reranker with its weights (see README, "Mo
 default reranker is late interaction (ColBERT-style MaxSim) over the bundled bi-encoder's
 contextual token vectors: each query token (from the retriever's one pass over the question) is matched to its most similar chunk token, which
 rewards chunks that cover every part of the question rather than its gist. A chunk's token
-vectors do not depend on the query, so ingest stores them (pooled and packed to 4 bits, see
+vectors do not depend on the query, so ingest stores them (pooled and packed to 2 bits, see
 ``index/token_codec.py``) and a query only encodes itself: float query tokens score against the
 stored ones unpacked (asymmetric scoring).
 """
