@@ -146,7 +146,10 @@ def test_rerank_uses_token_vectors_stored_at_ingest(services, small_docs):
     # no encoder: every chunk must be scored from the tokens the index stored
     from_index = LateInteractionReranker(None, services.store.token_vectors).score(query, chunks, CORPUS)
     recomputed = LateInteractionReranker(services.encoder, lambda corpus, ids: {}).score(query, chunks, CORPUS)
-    assert np.allclose(from_index, recomputed, atol=0.05)  # pooled 2-bit tokens score like the full ones
+    # pooled 2-bit tokens score a little lower than the full ones (~0.06 on average, README "Index
+    # size") and pick the same best chunk
+    assert np.argmax(from_index) == np.argmax(recomputed)
+    assert np.allclose(from_index, recomputed, atol=0.1)
 
 
 def test_two_files_for_the_same_page_never_overwrite_each_other(services, tmp_path):
