@@ -76,9 +76,8 @@ def test_copy_index_moves_a_corpus_to_the_other_backend_without_reembedding(
         assert copied.corpus(CORPUS).version == source.corpus(CORPUS).version
         assert copied.store.chunk_hashes(CORPUS) == source.store.chunk_hashes(CORPUS)
         ids = list(source.store.chunk_hashes(CORPUS))
-        assert {k: v.tolist() for k, v in copied.store.token_vectors(CORPUS, ids).items()} == {
-            k: v.tolist() for k, v in source.store.token_vectors(CORPUS, ids).items()
-        }
+        # the same packed bytes in either backend
+        assert copied.store.token_vectors(CORPUS, ids) == source.store.token_vectors(CORPUS, ids)
         # the copy is a working index: ingesting the same folder into it finds nothing to do
         report = copied.ingest(small_docs, CORPUS, ASTRO_BASE_URL)
         assert (report.added, report.changed, report.removed) == (0, 0, 0)

@@ -45,8 +45,8 @@ from .store import (
     IngestChanges,
     StoreUnavailable,
     pause_mid_write_if_asked,
-    stored_tokens,
 )
+from .token_codec import PackedTokens
 
 SCHEMA = """
 CREATE EXTENSION IF NOT EXISTS vector;
@@ -305,8 +305,8 @@ class PostgresStore:
             chunk.hash,
             term_count,
             np.asarray(vectors.sentence, dtype=np.float32),
-            None if tokens is None else len(tokens),
-            None if tokens is None else np.asarray(tokens, dtype=np.int8).tobytes(),
+            None if tokens is None else tokens.rows,
+            None if tokens is None else tokens.data,
         )
 
     @staticmethod
@@ -407,7 +407,7 @@ class PostgresStore:
         # <#> is the negated inner product; relaxed_order may leave neighbours slightly out of order.
         return sorted(((ChunkId(r["id"]), -float(r["distance"])) for r in rows), key=lambda hit: -hit[1])
 
-    def token_vectors(self, corpus: str, ids: list[ChunkId]) -> dict[ChunkId, np.ndarray]:
+    def token_vectors(self, corpus: str, ids: list[ChunkId]) -> dict[ChunkId, PackedTokens]:
         if not ids:
             return {}
         rows = self._read(
@@ -415,7 +415,7 @@ class PostgresStore:
             " WHERE corpus = %s AND id = ANY(%s) AND token_vectors IS NOT NULL",
             (corpus, list(ids)),
         )
-        return {ChunkId(r["id"]): stored_tokens(r["token_vectors"], r["n_tokens"]) for r in rows}
+        return {ChunkId(r["id"]): PackedTokens(bytes(r["token_vectors"]), r["n_tokens"]) for r in rows}
 
     def export_chunks(self, corpus: str) -> Iterator[tuple[Chunk, ChunkVectors]]:
         with self._pool.connection() as conn, conn.cursor(name="citedocs_export") as cursor:
@@ -424,7 +424,7 @@ class PostgresStore:
                 (corpus,),
             )
             for r in cursor:
-                tokens = None if r["token_vectors"] is None else stored_tokens(r["token_vectors"], r["n_tokens"])
+                tokens = None if r["token_vectors"] is None else PackedTokens(bytes(r["token_vectors"]), r["n_tokens"])
                 yield _row_to_chunk(r), ChunkVectors(np.asarray(r["embedding"].to_numpy(), dtype=np.float32), tokens)
 
     # traces and feedback ---------------------------------------------------------------------

@@ -41,8 +41,8 @@ from .store import (
     DocumentRecord,
     IngestChanges,
     pause_mid_write_if_asked,
-    stored_tokens,
 )
+from .token_codec import PackedTokens
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS corpora (
@@ -291,7 +291,7 @@ class SQLiteStore:
         if vectors.tokens is not None:
             self._db.execute(
                 "INSERT INTO chunk_tokens (rid, n_tokens, vectors) VALUES (?, ?, ?)",
-                (cursor.lastrowid, len(vectors.tokens), np.asarray(vectors.tokens, dtype=np.int8).tobytes()),
+                (cursor.lastrowid, vectors.tokens.rows, vectors.tokens.data),
             )
         self._db.execute(
             f"INSERT INTO {fts_table(corpus)} (rowid, title, headings, body) VALUES (?, ?, ?, ?)",
@@ -413,10 +413,10 @@ class SQLiteStore:
                 (corpus,),
             ).fetchall()
         for r in rows:
-            tokens = None if r["token_vectors"] is None else stored_tokens(r["token_vectors"], r["n_tokens"])
+            tokens = None if r["token_vectors"] is None else PackedTokens(bytes(r["token_vectors"]), r["n_tokens"])
             yield _row_to_chunk(r), ChunkVectors(np.frombuffer(r["embedding"], dtype=np.float32), tokens)
 
-    def token_vectors(self, corpus: str, ids: list[ChunkId]) -> dict[ChunkId, np.ndarray]:
+    def token_vectors(self, corpus: str, ids: list[ChunkId]) -> dict[ChunkId, PackedTokens]:
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
@@ -426,7 +426,7 @@ class SQLiteStore:
                 f" JOIN chunk_tokens t ON t.rid = c.rid WHERE c.corpus = ? AND c.id IN ({marks})",
                 (corpus, *ids),
             ).fetchall()
-        return {ChunkId(r["id"]): stored_tokens(r["vectors"], r["n"]) for r in rows}
+        return {ChunkId(r["id"]): PackedTokens(bytes(r["vectors"]), r["n"]) for r in rows}
 
     # traces and feedback ---------------------------------------------------------------------
     def save_trace(self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..config import DEFAULT_TENANT
 from ..types import Chunk, ChunkId
+from .token_codec import PackedTokens
 
 
 @dataclass(frozen=True)
@@ -74,23 +75,14 @@ class DocumentRecord:
 @dataclass(frozen=True)
 class ChunkVectors:
     """What the index keeps of a chunk's embedding pass: the unit sentence vector (dense retrieval)
-    and its unit token vectors as int8 (x127), the late-interaction reranker's side of the match."""
+    and its token vectors packed small (``token_codec``), the late-interaction reranker's side of the match."""
 
     sentence: np.ndarray
-    tokens: np.ndarray | None  # int8, shape (n_tokens, dim); None: the reranker encodes the chunk itself
+    tokens: PackedTokens | None  # None: the reranker encodes the chunk itself
 
     @classmethod
-    def quantized(cls, sentence: np.ndarray, tokens: np.ndarray) -> ChunkVectors:
-        return cls(np.asarray(sentence, dtype=np.float32), np.round(tokens * 127).astype(np.int8))
-
-
-def stored_tokens(blob: bytes, n_tokens: int) -> np.ndarray:
-    """The int8 token vectors as a backend keeps them: ``n_tokens`` rows of raw bytes."""
-    return np.frombuffer(blob, dtype=np.int8).reshape(n_tokens, -1)
-
-
-def dequantize_tokens(tokens: np.ndarray) -> np.ndarray:
-    return tokens.astype(np.float32) / 127
+    def packed(cls, sentence: np.ndarray, tokens: np.ndarray) -> ChunkVectors:
+        return cls(np.asarray(sentence, dtype=np.float32), PackedTokens.pack(tokens))
 
 
 @dataclass
@@ -152,8 +144,8 @@ class Store(Protocol):
         """Every chunk with its stored vectors (copying an index to another backend needs no re-embedding)."""
         ...
 
-    def token_vectors(self, corpus: str, ids: list[ChunkId]) -> dict[ChunkId, np.ndarray]:
-        """Stored int8 token vectors (see ``ChunkVectors``); chunks indexed without them are absent."""
+    def token_vectors(self, corpus: str, ids: list[ChunkId]) -> dict[ChunkId, PackedTokens]:
+        """Stored token vectors, packed (see ``ChunkVectors``); chunks indexed without them are absent."""
         ...
 
     def save_trace(self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict) -> None: ...

@@ -15,6 +15,7 @@ from .. import config
 from ..config import DEFAULT_TENANT
 from ..encoders import LATE_INTERACTION_TOKENS, BiEncoder
 from ..index.store import ChunkVectors, CorpusInfo, DocumentRecord, IngestChanges, Store
+from ..index.token_codec import TOKEN_FORMAT
 from ..types import Chunk, ChunkId, content_hash
 from .admission import AdmissionDecision, AdmissionPolicy
 from .boundary import OutsideRoot, inside, walk_docs
@@ -153,7 +154,7 @@ def ingest_corpus(
     files, outside = _walk(source_dir, reader)
     screen = Screen.for_corpus(base_url, policy.allowed_hosts, policy.approved_sentences)
     pipeline = (
-        f"{reader.name}-{reader.version}+chunker-{CHUNKER_VERSION}+{encoder.name}+tokens{LATE_INTERACTION_TOKENS}"
+        f"{reader.name}-{reader.version}+chunker-{CHUNKER_VERSION}+{encoder.name}+tokens{LATE_INTERACTION_TOKENS}-{TOKEN_FORMAT}"
         f"+screen-{screen.fingerprint()}"
     )
     previous = store.get_corpus(corpus)
@@ -261,7 +262,7 @@ def _embed(encoder: BiEncoder, chunks: list[Chunk], progress: ProgressFn | None)
         part = order[start : start + group]
         texts = [chunks[i].embedding_text() for i in part]
         for i, (sentence, tokens) in zip(part, encoder.encode_with_tokens(texts, LATE_INTERACTION_TOKENS)):
-            vectors[i] = ChunkVectors.quantized(sentence, tokens)
+            vectors[i] = ChunkVectors.packed(sentence, tokens)
         if progress:
             progress("embed", min(start + group, len(chunks)), len(chunks))
     return vectors  # type: ignore[return-value]
