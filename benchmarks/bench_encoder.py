@@ -4,7 +4,7 @@
 Parses the Astro docs as ingest does (no embedding), takes a fixed random sample of the chunks'
 embedding texts, and runs ``encode_with_tokens`` (what ingest calls) on every runtime in
 ``--runtimes``, in rounds that alternate the runtimes so machine load hits them alike. Prints
-chunks/s per runtime and round, and each runtime's cosine to the torch reference (sentence vector
+chunks/s and CPU ms per chunk per runtime and round, and each runtime's cosine to the torch reference (sentence vector
 min/median, mean per-token cosine min/median), with the load average.
 
     python benchmarks/bench_encoder.py --sample 1000 --rounds 2
@@ -58,16 +58,19 @@ def main() -> int:
     encoders = {name: load_bi_encoder(name) for name in runtimes}
     print(f"{len(sample)} of {len(texts)} chunks; load average at start {load()}")
     rates: dict[str, list[float]] = {name: [] for name in runtimes}
+    cpu_per_chunk: dict[str, list[float]] = {name: [] for name in runtimes}
     vectors = {}
     for round_ in range(args.rounds):
         for name in runtimes if round_ % 2 == 0 else runtimes[::-1]:
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             vectors[name] = encoders[name].encode_with_tokens(sample, LATE_INTERACTION_TOKENS)
             rate = len(sample) / (time.perf_counter() - started)
+            cpu = time.process_time() - cpu_started  # all threads; less sensitive than wall time to other jobs
             rates[name].append(rate)
-            print(f"round {round_ + 1} {name}: {rate:.1f} chunks/s (load {load()})", flush=True)
-    print("\n| runtime | chunks/s (median of rounds) | sentence cosine to torch min / median | token cosine min / median |")
-    print("|---|---|---|---|")
+            cpu_per_chunk[name].append(1000 * cpu / len(sample))
+            print(f"round {round_ + 1} {name}: {rate:.1f} chunks/s, {cpu_per_chunk[name][-1]:.0f} CPU ms/chunk (load {load()})", flush=True)
+    print("\n| runtime | chunks/s (median of rounds) | CPU ms/chunk | sentence cosine to torch min / median | token cosine min / median |")
+    print("|---|---|---|---|---|")
     for name in runtimes:
         cells = ["", ""]
         if "torch" in vectors and name != "torch":
@@ -75,7 +78,7 @@ def main() -> int:
             sentence = np.array([float(r[0] @ g[0]) for r, g in zip(ref, got)])
             tokens = np.array([float(np.mean(np.sum(r[1] * g[1], axis=1))) for r, g in zip(ref, got)])
             cells = [f"{sentence.min():.4f} / {np.median(sentence):.4f}", f"{tokens.min():.4f} / {np.median(tokens):.4f}"]
-        print(f"| {name} | {statistics.median(rates[name]):.1f} | {cells[0]} | {cells[1]} |")
+        print(f"| {name} | {statistics.median(rates[name]):.1f} | {statistics.median(cpu_per_chunk[name]):.0f} | {cells[0]} | {cells[1]} |")
     print(f"\nload average at end {load()}")
     return 0
 
