@@ -71,10 +71,14 @@ def _unit(rows: np.ndarray) -> np.ndarray:
     return (rows / np.maximum(np.linalg.norm(rows, axis=-1, keepdims=True), 1e-6)).astype(np.float32)
 
 
+def _sentence(hidden: np.ndarray, length: int) -> np.ndarray:
+    """Mean pooling over the real tokens, unit length: sentence-transformers' Pooling + Normalize."""
+    return _unit(hidden[:length].mean(axis=0))
+
+
 def _pair(hidden: np.ndarray, length: int, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
-    """Mean pooling over the real tokens (sentence-transformers' Pooling + Normalize) and the token
-    vectors the reranker keeps, from one text's last hidden state."""
-    return _unit(hidden[:length].mean(axis=0)), _unit(hidden[1 : max(length - 1, 2)][:max_tokens])
+    """The sentence vector and the token vectors the reranker keeps, from one text's last hidden state."""
+    return _sentence(hidden, length), _unit(hidden[1 : max(length - 1, 2)][:max_tokens])
 
 
 class TorchBiEncoder(BiEncoder):
@@ -162,7 +166,7 @@ class OnnxBiEncoder(BiEncoder):
     def encode(self, texts: list[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
         vectors = np.zeros((len(texts), self._dimension), dtype=np.float32)
         for i, hidden, length in self._hidden_states(texts, batch_size):
-            vectors[i] = _unit(hidden[:length].mean(axis=0))
+            vectors[i] = _sentence(hidden, length)
         return vectors
 
     def encode_with_tokens(self, texts: list[str], max_tokens: int, batch_size: int = 16) -> list[tuple[np.ndarray, np.ndarray]]:
