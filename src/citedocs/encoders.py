@@ -7,14 +7,16 @@ package and refuses to run if it is missing, naming the package to install.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import threading
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from . import threads
+from . import config, onnx_model, threads
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -43,9 +45,44 @@ def package_model_dir(package: str, subdir: str = "model") -> Path:
 
 
 class BiEncoder:
-    """Sentence embeddings, L2-normalised so a dot product is the cosine similarity."""
+    """Sentence embeddings, L2-normalised so a dot product is the cosine similarity.
+
+    The interface every caller uses; ``bi_encoder()`` picks the runtime (the ``encoder_runtime``
+    setting). ``name`` goes into a corpus' pipeline string, so changing the runtime re-embeds a
+    corpus at its next ingest instead of mixing vectors from two runtimes in one index."""
 
     name = BI_ENCODER_NAME
+
+    @property
+    def dimension(self) -> int:
+        raise NotImplementedError
+
+    def encode(self, texts: list[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
+        raise NotImplementedError
+
+    def encode_with_tokens(self, texts: list[str], max_tokens: int, batch_size: int = 16) -> list[tuple[np.ndarray, np.ndarray]]:
+        """One forward pass per text: its sentence embedding (exactly what ``encode`` gives) and the
+        unit-length contextual vectors of its first ``max_tokens`` word pieces ([CLS]/[SEP] dropped),
+        which late-interaction reranking matches against a query's."""
+        raise NotImplementedError
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.maximum(np.linalg.norm(rows, axis=-1, keepdims=True), 1e-6)).astype(np.float32)
+
+
+def _sentence(hidden: np.ndarray, length: int) -> np.ndarray:
+    """Mean pooling over the real tokens, unit length: sentence-transformers' Pooling + Normalize."""
+    return _unit(hidden[:length].mean(axis=0))
+
+
+def _pair(hidden: np.ndarray, length: int, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+    """The sentence vector and the token vectors the reranker keeps, from one text's last hidden state."""
+    return _sentence(hidden, length), _unit(hidden[1 : max(length - 1, 2)][:max_tokens])
+
+
+class TorchBiEncoder(BiEncoder):
+    """The reference runtime: sentence-transformers on torch, exactly as the model card runs it."""
 
     def __init__(self) -> None:
         from sentence_transformers import SentenceTransformer
@@ -69,11 +106,7 @@ class BiEncoder:
             )
         return np.asarray(vectors, dtype=np.float32)
 
-
     def encode_with_tokens(self, texts: list[str], max_tokens: int, batch_size: int = 16) -> list[tuple[np.ndarray, np.ndarray]]:
-        """One forward pass per text: its sentence embedding (exactly what ``encode`` gives) and the
-        unit-length contextual vectors of its first ``max_tokens`` word pieces ([CLS]/[SEP] dropped),
-        which late-interaction reranking matches against a query's."""
         with self._lock:
             outputs = self._model.encode(
                 texts, output_value=None, batch_size=batch_size, convert_to_numpy=False, show_progress_bar=False
@@ -83,11 +116,74 @@ class BiEncoder:
             sentence = out["sentence_embedding"].float().numpy()
             length = int(out["attention_mask"].sum())
             tokens = out["token_embeddings"][1 : max(length - 1, 2)][:max_tokens].float().numpy()
-            tokens = tokens / np.maximum(np.linalg.norm(tokens, axis=1, keepdims=True), 1e-6)
-            pairs.append((sentence / max(float(np.linalg.norm(sentence)), 1e-6), tokens.astype(np.float32)))
+            pairs.append((_unit(sentence), _unit(tokens)))
         return pairs
+
+
+class OnnxBiEncoder(BiEncoder):
+    """The same MiniLM run by ONNX Runtime (``onnx_model.py`` builds the graph from the package's
+    weights). Texts are tokenized with the model's own tokenizer, truncated as sentence-transformers
+    truncates (max_seq_length), sorted by length and batched so a batch pads only to its longest text."""
+
+    def __init__(self, precision: onnx_model.Precision) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        model_dir = package_model_dir(BI_ENCODER_PACKAGE)
+        threads.apply()
+        self.name = f"{BI_ENCODER_NAME}+onnx-{precision}"
+        settings = json.loads((model_dir / "sentence_bert_config.json").read_text(encoding="utf-8"))
+        self._dimension = int(json.loads((model_dir / "config.json").read_text(encoding="utf-8"))["hidden_size"])
+        self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self._tokenizer.enable_truncation(int(settings["max_seq_length"]))
+        self._tokenizer.no_padding()
+        self._session = onnxruntime.InferenceSession(
+            str(onnx_model.model_file(model_dir, precision)), threads.onnx_session_options(), providers=["CPUExecutionProvider"]
+        )
+        self._lock = threading.Lock()
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def _hidden_states(self, texts: list[str], batch_size: int) -> Iterator[tuple[int, np.ndarray, int]]:
+        """(index into texts, last hidden state, real token count) for every text, shortest first."""
+        ids = [e.ids for e in self._tokenizer.encode_batch([t.strip() for t in texts])]
+        order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
+        for start in range(0, len(order), batch_size):
+            part = order[start : start + batch_size]
+            width = max(len(ids[i]) for i in part)
+            input_ids = np.zeros((len(part), width), dtype=np.int64)
+            mask = np.zeros((len(part), width), dtype=np.int64)
+            for row, i in enumerate(part):
+                input_ids[row, : len(ids[i])] = ids[i]
+                mask[row, : len(ids[i])] = 1
+            with self._lock:
+                (hidden,) = self._session.run(None, {"input_ids": input_ids, "attention_mask": mask})
+            for row, i in enumerate(part):
+                yield i, hidden[row], len(ids[i])
+
+    def encode(self, texts: list[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
+        vectors = np.zeros((len(texts), self._dimension), dtype=np.float32)
+        for i, hidden, length in self._hidden_states(texts, batch_size):
+            vectors[i] = _sentence(hidden, length)
+        return vectors
+
+    def encode_with_tokens(self, texts: list[str], max_tokens: int, batch_size: int = 16) -> list[tuple[np.ndarray, np.ndarray]]:
+        pairs: list = [None] * len(texts)
+        for i, hidden, length in self._hidden_states(texts, batch_size):
+            pairs[i] = _pair(hidden, length, max_tokens)
+        return pairs
+
+
+def load_bi_encoder(runtime: str) -> BiEncoder:
+    """The bi-encoder on ``runtime`` (``onnx-fp32``, ``onnx-int8`` or ``torch``)."""
+    if runtime == "torch":
+        return TorchBiEncoder()
+    return OnnxBiEncoder(runtime.removeprefix("onnx-"))  # type: ignore[arg-type]
 
 
 @lru_cache(maxsize=1)
 def bi_encoder() -> BiEncoder:
-    return BiEncoder()
+    """The process' bi-encoder, on the runtime the ``encoder_runtime`` setting names."""
+    return load_bi_encoder(config.setting("encoder_runtime"))

@@ -5,6 +5,10 @@ core of the machine:
 
 * **torch** (intra-op, OpenMP): the MiniLM forward passes. Ingest encodes batches of chunks, where
   more threads buy throughput, so it gets ``CITEDOCS_THREADS`` or every core the process may use.
+  When the encoder runs on ONNX Runtime (the default, ``encoder_runtime``), its session gets the
+  same count (``onnx_session_options``), one inter-op thread (the graph is one chain of layers), and
+  no spin-waiting: an idle ONNX Runtime thread would otherwise spin on the cores the next request's
+  numpy or another process needs, the very effect that made OpenBLAS's threads costly (below).
 * **BLAS** (numpy's OpenBLAS, or MKL where numpy links it): what numpy does per query is small (a
   matrix-vector product over the corpus' unit vectors, MaxSim over 20 chunks of at most 126
   tokens, unit-normalising a few rows), so a second thread cannot pay for its hand-off. Worse,
@@ -81,6 +85,18 @@ def apply() -> ThreadPlan:
         # openblas_set_num_threads / mkl_set_num_threads on every BLAS numpy (or anything else) loaded
         _blas_limiter = threadpool_limits(limits=chosen.blas, user_api="blas")
     return chosen
+
+
+def onnx_session_options():
+    """Session options for the ONNX Runtime encoder, with the plan's encoder thread count."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = plan().torch
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    return options
 
 
 def current() -> dict[str, int]:
