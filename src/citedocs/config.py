@@ -121,6 +121,9 @@ SETTINGS: dict[str, Setting] = {
         "CITEDOCS_LLM_VERIFY", "on", _choice("on", "off"), "with an LLM backend: check each claim's entailment with the LLM"
     ),
     "threads": Setting("CITEDOCS_THREADS", None, _at_least_one, "CPU threads for the models"),
+    "workers": Setting(
+        "CITEDOCS_WORKERS", None, _at_least_one, "`citedocs serve` worker processes; default: one per core (local backend: 1); see threads.py"
+    ),
     "thresholds": Setting("CITEDOCS_THRESHOLDS", None, str, "path of a thresholds.toml to use instead of the bundled one"),
     "auth": Setting("CITEDOCS_AUTH", "off", _choice("off", "required"), "off | required (API keys)"),
     "rate_limit_per_minute": Setting(
