@@ -60,3 +60,22 @@ class EmbeddingCache:
         if not texts:
             return np.zeros((0, self.encoder.dimension), dtype=np.float32)
         return np.stack([found[t] for t in texts])
+
+
+_last_question = threading.local()
+
+
+def remember_question(text: str, vector: np.ndarray) -> None:
+    """Retrieval encodes the question (with its token vectors); keep its sentence vector for this thread."""
+    _last_question.entry = (text, vector)
+
+
+def question_vector(text: str, encoder: BiEncoder) -> np.ndarray:
+    """The question's unit vector: the one retrieval computed for this very text on this thread (a
+    request runs on one thread, so the extractive scorer gets it without a second forward pass),
+    else a fresh encoding. Only the last question per thread is kept, so a question asked again
+    later is encoded again: questions are never cached across requests."""
+    entry = getattr(_last_question, "entry", None)
+    if entry is not None and entry[0] == text:
+        return entry[1]
+    return encoder.encode([text])[0]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..contract import HistoryTurn
-from ..embedding_cache import EmbeddingCache
+from ..embedding_cache import EmbeddingCache, question_vector
 from ..encoders import BiEncoder
 from ..sentences import split_units
 from ..types import Chunk
@@ -65,7 +65,7 @@ class ExtractiveGenerator:
         question_terms = content_terms(question)
         # a sentence is scored with its section heading, which often carries the topic it omits
         texts = [f"{c.chunk.section}: {c.text}" for c in candidates]
-        similarities = self.sentences.encode(texts) @ self.encoder.encode([question])[0]
+        similarities = self.sentences.encode(texts) @ question_vector(question, self.encoder)
         for candidate, similarity in zip(candidates, similarities):
             overlap = len(question_terms & content_terms(candidate.text)) / max(1, len(question_terms))
             candidate.score = 0.6 * float(similarity) + 0.4 * overlap - 0.05 * candidate.chunk_rank
