@@ -22,7 +22,7 @@ SQLite), and the Python part holds the GIL, so one process cannot keep two cores
 request threads it runs; a second torch thread only splits each small forward pass (a question,
 a handful of sentences) at the price of a hand-off. So ``citedocs serve`` runs one worker process
 per usable core, each with **one** torch thread: the cores serve different requests at once. Each
-worker holds its own model, index matrices and caches (a 2-worker server on the Astro index: 819 MB
+worker holds its own model, index matrices and caches (a 2-worker server on the Astro index: 0.8-1.2 GB
 RSS idle, parent included; README "Server under load"). The ``local`` backend keeps one worker: that worker starts the llama.cpp model
 server, and two would load the 1.1 GB model twice and fight over the same cores.
 ``CITEDOCS_WORKERS`` overrides. The serve command tells its workers how many siblings they have
