@@ -25,6 +25,9 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -39,12 +42,36 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _descendants(pid: int) -> list[int]:
+    try:
+        children = [int(c) for t in Path(f"/proc/{pid}/task").iterdir() for c in (t / "children").read_text().split()]
+    except OSError:
+        return []
+    return children + [d for c in children for d in _descendants(c)]
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) used so far by a process and its live children (the server's workers)."""
+    total = 0
+    for member in (pid, *_descendants(pid)):
+        try:
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mb(pid: int, field: str) -> float:
-    """VmRSS (now) or VmHWM (peak) of a process, in MB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+    """VmRSS (now) or VmHWM (peak) of a process and its children (the server's workers), in MB."""
+    total = 0.0
+    for member in (pid, *_descendants(pid)):
+        try:
+            lines = Path(f"/proc/{member}/status").read_text().splitlines()
+        except OSError:
+            continue
+        total += next((int(line.split()[1]) / 1024 for line in lines if line.startswith(field + ":")), 0.0)
+    return total
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -52,6 +79,52 @@ def percentile(values: list[float], q: float) -> float | None:
         return None
     ordered = sorted(values)
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+
+
+def load_questions(cases: Path) -> list[str]:
+    return [json.loads(line)["question"] for line in cases.read_text().splitlines() if line.strip()]
+
+
+@dataclass
+class Server:
+    pid: int
+    base: str
+
+
+@contextmanager
+def serving(home: Path, corpus: str, extra_env: dict[str, str] | None = None) -> Iterator[Server]:
+    """A `citedocs serve` on a free loopback port over ``home``, ready when yielded, stopped after.
+    The per-IP rate limit is off: every load client is 127.0.0.1."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "CITEDOCS_HOME": str(home),
+        "CITEDOCS_CORPUS": corpus,
+        "CITEDOCS_RATE_LIMIT_PER_MINUTE": "0",
+        **(extra_env or {}),
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "citedocs.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            if server.poll() is not None:
+                sys.exit(f"citedocs serve exited with status {server.returncode} before it was ready")
+            try:
+                if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        else:
+            sys.exit("citedocs serve did not become ready")
+        yield Server(server.pid, base)
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
 
 
 async def client(base: str, questions: list[str], offset: int, until: float, results: list) -> None:
@@ -96,31 +169,12 @@ def main() -> None:
     if not 1 <= args.clients <= 256 or not 1 <= args.seconds <= 600:
         parser.error("keep it bounded: 1-256 clients, 1-600 seconds")
 
-    questions = [json.loads(line)["question"] for line in args.cases.read_text().splitlines() if line.strip()]
-    port = free_port()
-    env = {**os.environ, "CITEDOCS_HOME": str(args.home), "CITEDOCS_CORPUS": args.corpus, "CITEDOCS_RATE_LIMIT_PER_MINUTE": "0"}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "citedocs.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 180
-        while time.time() < deadline:
-            try:
-                if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
-        else:
-            sys.exit("citedocs serve did not become ready")
+    questions = load_questions(args.cases)
+    with serving(args.home, args.corpus) as server:
         idle_rss = rss_mb(server.pid, "VmRSS")
         load_before = os.getloadavg()
-        results, peak_rss = asyncio.run(run_load(base, questions, args.clients, args.seconds, server.pid))
+        results, peak_rss = asyncio.run(run_load(server.base, questions, args.clients, args.seconds, server.pid))
         peak_hwm = rss_mb(server.pid, "VmHWM")
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
     ok = [s for status, s in results if status == 200]
     shed = [s for status, s in results if status == 503]

@@ -195,7 +195,8 @@ def running_server(home: Path, ready_timeout_s: float = 300, **env: str) -> Iter
     with open(log_path, "w") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "citedocs.cli", "serve", "--port", str(port)],
-            env={**os.environ, "CITEDOCS_HOME": str(home), **env},
+            # one worker unless a test asks for more: the gate, the rate limit and these tests' counts are per process
+            env={**os.environ, "CITEDOCS_HOME": str(home), "CITEDOCS_WORKERS": "1", **env},
             stdout=subprocess.DEVNULL,
             stderr=log,
         )

@@ -10,7 +10,7 @@ import math
 import os
 from dataclasses import dataclass
 
-from . import config
+from . import config, threads
 
 # Extractive /ask answers per second per core, measured by benchmarks/load_shed.py (see README
 # "Overload"): the per-caller default rate is derived from it.
@@ -32,7 +32,9 @@ def cores() -> int:
 
 
 def capacity() -> Capacity:
-    in_flight = config.setting("max_in_flight") or cores()
+    """This process's share: a server with N workers admits ``cores / N`` per worker by default, so the
+    whole server works on one request per core (each worker runs one torch thread; threads.py)."""
+    in_flight = config.setting("max_in_flight") or threads.cores_per_worker()
     queue = config.setting("max_queue")
     rate = config.setting("rate_limit_per_minute")
     if rate is None:

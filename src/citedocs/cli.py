@@ -414,22 +414,36 @@ def serve(
     import uvicorn
 
     from .api.app import create_app
-    from .generate.select import BackendConfigError
+    from .generate.select import BackendConfigError, resolve_backend
     from .service import Services
 
-    services = Services.open(backend=backend)
     try:
-        application = create_app(services)
-        services.generator  # fail now, not at the first question, on a bad backend setting
-    except BackendConfigError as exc:
+        kind = resolve_backend(backend)  # a bad backend setting fails now, not at the first question
+        workers = threads.serve_workers(kind)
+    except (BackendConfigError, config.ConfigError) as exc:
         fail(str(exc))
-    services.retriever  # load the models before accepting traffic
+    services = Services.open(backend=kind)
+    if workers == 1:
+        application = create_app(services)
+        try:
+            services.generator
+        except BackendConfigError as exc:
+            fail(str(exc))
+        services.retriever  # load the models before accepting traffic
     pruned = services.prune_traces()
     services.keep_pruning(RETENTION_EVERY_S, threading.Event())
-    auth = "API keys required" if application.state.auth_required else "no auth (local use)"
+    auth = "API keys required" if config.setting("auth") == "required" else "no auth (local use)"
     logging.getLogger("citedocs.serve").info(
-        f"citedocs on http://{host}:{port} (API docs: /docs; {auth})", extra={"pruned_traces": pruned}
+        f"citedocs on http://{host}:{port} (API docs: /docs; {auth}; {workers} worker(s), backend {kind})",
+        extra={"pruned_traces": pruned},
     )
+    if workers > 1:  # each worker process loads its own models (api.app.worker_app); see threads.py for why
+        os.environ[threads.SERVE_WORKERS_ENV] = str(workers)
+        os.environ["CITEDOCS_BACKEND"] = kind
+        uvicorn.run(
+            "citedocs.api.app:worker_app", factory=True, workers=workers, host=host, port=port, log_config=None, access_log=False
+        )
+        return
     try:
         uvicorn.run(application, host=host, port=port, log_config=None, access_log=False)
     finally:

@@ -134,6 +134,9 @@ SETTINGS: dict[str, Setting] = {
         str,
         "folder for the ONNX graphs built from the bundled model's weights (shared by every CITEDOCS_HOME)",
     ),
+    "workers": Setting(
+        "CITEDOCS_WORKERS", None, _at_least_one, "`citedocs serve` worker processes; default: one per core (local backend: 1); see threads.py"
+    ),
     "thresholds": Setting("CITEDOCS_THRESHOLDS", None, str, "path of a thresholds.toml to use instead of the bundled one"),
     "auth": Setting("CITEDOCS_AUTH", "off", _choice("off", "required"), "off | required (API keys)"),
     "rate_limit_per_minute": Setting(

@@ -17,6 +17,7 @@ class JsonFormatter(logging.Formatter):
             "ts": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
             "logger": record.name,
+            "pid": record.process,  # which worker of a multi-worker server wrote it
             "msg": record.getMessage(),
         }
         entry.update({k: v for k, v in record.__dict__.items() if k not in _STANDARD})

@@ -20,6 +20,9 @@ STAGE_SECONDS = Histogram(
 )
 LLM_TOKENS = Counter("citedocs_llm_tokens_total", "LLM tokens, when the backend reports usage.", ["kind"])
 VALIDATOR_DROPS = Counter("citedocs_validator_drops_total", "Sentences the citation validator dropped, by reason.", ["reason"])
+EMBEDDING_CACHE = Counter(
+    "citedocs_embedding_cache_total", "Docs sentences embedded (miss) or reused (hit), by cache.", ["cache", "result"]
+)
 THREADS = Gauge("citedocs_threads", "Threads each numeric library uses in this process (see threads.py).", ["library"])
 
 

@@ -20,6 +20,19 @@ core of the machine:
   other; on a busy 2-core box 2 threads were far slower than 1, so 1 on 2 cores or fewer and half
   the cores (at most 8) on a larger machine, unless ``CITEDOCS_THREADS`` says otherwise.
 
+**Server workers** (``serve_workers``): an extractive or OpenAI-backend answer is a few short
+MiniLM forward passes wrapped in Python (tokenising, regexes, the question gate, pydantic, JSON,
+SQLite), and the Python part holds the GIL, so one process cannot keep two cores busy however many
+request threads it runs; a second torch thread only splits each small forward pass (a question,
+a handful of sentences) at the price of a hand-off. So ``citedocs serve`` runs one worker process
+per usable core, each with **one** torch thread: the cores serve different requests at once. Each
+worker holds its own model, index matrices and caches (a 2-worker server on the Astro index: 0.8-1.2 GB
+RSS idle, parent included; README "Server under load"). The ``local`` backend keeps one worker: that worker starts the llama.cpp model
+server, and two would load the 1.1 GB model twice and fight over the same cores.
+``CITEDOCS_WORKERS`` overrides. The serve command tells its workers how many siblings they have
+(``SERVE_WORKERS_ENV``), and ``plan()`` divides the cores among them (unless
+``CITEDOCS_THREADS`` says otherwise).
+
 The Hugging Face tokenizers' own Rust pool is switched off as well (``TOKENIZERS_PARALLELISM``):
 it would be one more pool competing for the same cores, and it warns after a fork.
 
@@ -62,10 +75,35 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+# Set by ``citedocs serve`` for its worker processes: how many workers share this machine's cores.
+SERVE_WORKERS_ENV = "CITEDOCS_SERVE_WORKER_COUNT"
+
+
+def serve_workers(backend: str) -> int:
+    """Worker processes for ``citedocs serve`` with this (resolved) backend; see the module docstring."""
+    configured = config.setting("workers")
+    if configured:
+        return configured
+    return 1 if backend == "local" else usable_cores()
+
+
+def sibling_workers() -> int:
+    """How many server workers (this one included) share the cores; 1 outside a multi-worker server."""
+    return max(1, int(os.environ.get(SERVE_WORKERS_ENV) or 1))
+
+
+def cores_per_worker() -> int:
+    return max(1, usable_cores() // sibling_workers())
+
+
 def plan() -> ThreadPlan:
     configured = config.setting("threads")
     cores = usable_cores()
-    return ThreadPlan(torch=configured or cores, blas=1, llama=configured or (1 if cores <= 2 else min(8, cores // 2)))
+    return ThreadPlan(
+        torch=configured or cores_per_worker(),
+        blas=1,
+        llama=configured or (1 if cores <= 2 else min(8, cores // 2)),
+    )
 
 
 _lock = threading.Lock()

@@ -201,3 +201,17 @@ def create_app(services: Services | None = None) -> FastAPI:
     cors.install(app, key_origins)  # outside the gate and the limits, so a 503 or 413 still carries CORS headers
     app.add_middleware(RequestLog)  # outermost: sees the 413s and 503s too
     return app
+
+
+def worker_app() -> FastAPI:
+    """The app of one worker of a multi-worker ``citedocs serve`` (a uvicorn factory, called in each
+    worker process): the serve command has checked the settings and passes the backend in
+    ``CITEDOCS_BACKEND``; the models load here, before the worker accepts a request."""
+    from ..logs import configure_json_logging
+
+    configure_json_logging()
+    services = Services.open()
+    application = create_app(services)
+    services.generator
+    services.retriever
+    return application

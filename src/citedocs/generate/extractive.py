@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..contract import HistoryTurn
+from ..embedding_cache import EmbeddingCache, question_vector
 from ..encoders import BiEncoder
 from ..sentences import split_units
 from ..types import Chunk
@@ -40,6 +41,7 @@ class ExtractiveGenerator:
 
     def __init__(self, encoder: BiEncoder, min_sentence_score: float, max_units: int = 4, chunks_considered: int = 3):
         self.encoder = encoder
+        self.sentences = EmbeddingCache(encoder, "extractive_sentences")  # docs text: reused across requests
         self.min_sentence_score = min_sentence_score
         self.max_units = max_units
         self.chunks_considered = chunks_considered
@@ -63,8 +65,7 @@ class ExtractiveGenerator:
         question_terms = content_terms(question)
         # a sentence is scored with its section heading, which often carries the topic it omits
         texts = [f"{c.chunk.section}: {c.text}" for c in candidates]
-        vectors = self.encoder.encode([question, *texts], batch_size=32)
-        similarities = vectors[1:] @ vectors[0]
+        similarities = self.sentences.encode(texts) @ question_vector(question, self.encoder)
         for candidate, similarity in zip(candidates, similarities):
             overlap = len(question_terms & content_terms(candidate.text)) / max(1, len(question_terms))
             candidate.score = 0.6 * float(similarity) + 0.4 * overlap - 0.05 * candidate.chunk_rank

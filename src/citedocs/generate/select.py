@@ -16,18 +16,28 @@ class BackendConfigError(ValueError):
     pass
 
 
-def make_generator(kind: str | None, encoder: BiEncoder, thresholds: Thresholds) -> Generator:
-    """``CITEDOCS_BACKEND`` picks; without it an endpoint in ``CITEDOCS_LLM_BASE_URL`` wins, else extractive."""
+def resolve_backend(kind: str | None) -> str:
+    """The backend a process will run: ``kind``, else ``CITEDOCS_BACKEND``, else ``openai`` when an
+    endpoint is in ``CITEDOCS_LLM_BASE_URL``, else extractive. A name that is not a backend, or ``openai``
+    without an endpoint, is an error (checked before any model loads)."""
     endpoint = EndpointConfig.from_env()
     kind = kind or config.setting("backend") or ("openai" if endpoint else "extractive")
+    if kind not in BACKENDS:
+        raise BackendConfigError(f"unknown backend {kind!r}; choose one of: {', '.join(BACKENDS)}")
+    if kind == "openai" and endpoint is None:
+        raise BackendConfigError(
+            "backend 'openai' needs CITEDOCS_LLM_BASE_URL (e.g. http://localhost:8000/v1) and CITEDOCS_LLM_MODEL"
+        )
+    return kind
+
+
+def make_generator(kind: str | None, encoder: BiEncoder, thresholds: Thresholds) -> Generator:
+    """The generator of ``resolve_backend(kind)``."""
+    kind = resolve_backend(kind)
     if kind == "extractive":
         return ExtractiveGenerator(encoder, thresholds.extractive_min_sentence_score)
     if kind == "openai":
-        if endpoint is None:
-            raise BackendConfigError(
-                "backend 'openai' needs CITEDOCS_LLM_BASE_URL (e.g. http://localhost:8000/v1) and CITEDOCS_LLM_MODEL"
-            )
-        return OpenAICompatibleGenerator(endpoint)
+        return OpenAICompatibleGenerator(EndpointConfig.from_env())
     if kind == "local":
         from .local import LocalBackendError, start_local_generator
 
@@ -35,4 +45,4 @@ def make_generator(kind: str | None, encoder: BiEncoder, thresholds: Thresholds)
             return start_local_generator()
         except LocalBackendError as exc:
             raise BackendConfigError(str(exc)) from exc
-    raise BackendConfigError(f"unknown backend {kind!r}; choose one of: {', '.join(BACKENDS)}")
+    raise AssertionError(f"resolve_backend returned {kind!r}")

@@ -8,6 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
+from ..embedding_cache import remember_question
 from ..encoders import LATE_INTERACTION_TOKENS, BiEncoder
 from ..index.store import Store
 from ..text import query_terms
@@ -66,6 +67,7 @@ class HybridRetriever:
 
     def encode_query(self, query: str) -> QueryEncoding:
         vector, tokens = self.encoder.encode_with_tokens([query], LATE_INTERACTION_TOKENS)[0]
+        remember_question(query, vector)  # the extractive backend scores sentences against the same vector
         return QueryEncoding(query, vector, tokens)
 
     def dense(self, corpus: str, query_vector: np.ndarray, limit: int) -> list[tuple[ChunkId, float]]:

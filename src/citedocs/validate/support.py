@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
+from ..embedding_cache import EmbeddingCache
 from ..encoders import BiEncoder
 from ..sentences import split_units
 from ..text import STOPWORDS, search_terms
@@ -41,8 +43,11 @@ def normalize_term(term: str) -> str:
     return term
 
 
-def content_terms(text: str) -> set[str]:
-    return {normalize_term(t) for t in search_terms(text) if t not in STOPWORDS and len(t) > 1}
+@lru_cache(maxsize=16_384)
+def content_terms(text: str) -> frozenset[str]:
+    """Remembered by text: the same chunk and sentence texts are tokenised by the extractive backend,
+    the question gate and every support check of a request, and again whenever they are retrieved."""
+    return frozenset(normalize_term(t) for t in search_terms(text) if t not in STOPWORDS and len(t) > 1)
 
 
 def specific_terms(text: str) -> set[str]:
@@ -85,6 +90,8 @@ class SupportVerdict:
 class SupportChecker:
     def __init__(self, encoder: BiEncoder, thresholds: Thresholds) -> None:
         self.encoder = encoder
+        # claims and evidence are mostly docs sentences (the extractive backend quotes them): reused across requests
+        self.sentences = EmbeddingCache(encoder, "support_sentences")
         self.thresholds = thresholds
 
     def check(self, claim: str, evidence: list[Chunk]) -> SupportVerdict:
@@ -99,7 +106,7 @@ class SupportChecker:
         ranked = sorted(sentences, key=lambda s: -len(claim_terms & content_terms(s)))[:4]
         similarity, best = 0.0, ""
         if ranked:
-            vectors = self.encoder.encode([claim, *ranked])
+            vectors = self.sentences.encode([claim, *ranked])
             scores = vectors[1:] @ vectors[0]
             best_index = int(np.argmax(scores))
             similarity, best = float(scores[best_index]), ranked[best_index]
