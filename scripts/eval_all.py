@@ -1,10 +1,12 @@
-"""`make eval`: every shared corpus ingested with its detected format, then both evals on its dev set.
+"""`make eval`: every dev corpus ingested with its detected format, both evals run, floors enforced.
 
-For each dev set in ../shared/evals/ (``<corpus>-dev.jsonl``), the corpus folder is ingested with
-``citedocs ingest`` (format detected from the folder; a base URL passed only where the folder has
-no generator config naming it), then ``citedocs eval-retrieval`` (hybrid+rerank) and
-``citedocs eval`` (extractive backend) run on it. A corpus whose reader this build lacks, or whose
-folder is missing, is skipped with the reason. Exit status 1 if any step failed.
+The corpora are the ``gates/corpus-<name>.toml`` files: each names its docs folder and dev set
+(``[corpus]``, paths relative to the repo root), a base URL for folders whose generator config
+names none, and its measured floors. Each folder is ingested with ``citedocs ingest`` (format
+detected), then ``citedocs eval-retrieval`` (hybrid+rerank, gated by ``[retrieval.min]``) and
+``citedocs eval`` (extractive backend, gated by ``[min]``/``[max]``; Astro's are CI's
+``gates/ci-extractive.toml``) run on it. A corpus whose reader this build lacks, or whose folder is
+missing, is skipped with the reason. Exit status 1 if any step failed or any floor broke.
 """
 
 from __future__ import annotations
@@ -12,33 +14,34 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
 from citedocs.ingest.detect import DetectionError, detect
 from citedocs.ingest.readers import available_readers
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO / ".." / "shared"
 
 
-def python_html_docs() -> Path | None:
-    """Debian's python3.11-doc HTML folder, if the package is installed."""
-    try:
-        listing = subprocess.run(["dpkg", "-L", "python3.11-doc"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    index = next((line for line in listing.splitlines() if line.endswith("/html/index.html")), None)
-    return Path(index).parent if index else None
+@dataclass(frozen=True)
+class DevCorpus:
+    """One ``gates/corpus-<name>.toml``: where the corpus and its dev set are, and its floors."""
+
+    name: str
+    docs: Path
+    cases: Path
+    base_url: str | None  # for folders whose generator config does not name one
+    gate: Path
 
 
-# (corpus = dev-set name, folder, base URL for folders whose generator config does not name one)
-CORPORA = [
-    ("astro", SHARED / "corpora/astro-docs/docs", "https://docs.astro.build/en/"),
-    ("mkdocs-material", SHARED / "corpora/mkdocs-material-docs", None),
-    ("vitepress", SHARED / "corpora/vitepress-docs/docs", "https://vitepress.dev/"),
-    ("flask", SHARED / "corpora/flask-docs", "https://flask.palletsprojects.com/en/stable/"),
-    ("python-html", python_html_docs(), "https://docs.python.org/3.11/"),
-]
+def dev_corpora() -> list[DevCorpus]:
+    out = []
+    for gate in sorted((REPO / "gates").glob("corpus-*.toml")):
+        spec = tomllib.loads(gate.read_text(encoding="utf-8"))["corpus"]
+        name = gate.stem.removeprefix("corpus-")
+        out.append(DevCorpus(name, REPO / spec["docs"], REPO / spec["cases"], spec.get("base_url"), gate))
+    return out
 
 
 def citedocs(*args: str) -> bool:
@@ -52,33 +55,35 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", help="corpus names to run (default: all)")
     args = parser.parse_args()
     failed = []
-    for corpus, folder, base_url in CORPORA:
-        if args.only and corpus not in args.only:
+    for corpus in dev_corpora():
+        if args.only and corpus.name not in args.only:
             continue
-        cases = SHARED / "evals" / f"{corpus}-dev.jsonl"
-        if folder is None or not folder.is_dir() or not cases.is_file():
-            print(f"skip {corpus}: corpus folder or {cases.name} not found", flush=True)
+        if not corpus.docs.is_dir() or not corpus.cases.is_file():
+            print(f"skip {corpus.name}: {corpus.docs} or {corpus.cases} not found", flush=True)
             continue
         try:
-            found = detect(folder)
+            found = detect(corpus.docs)
         except DetectionError as exc:
-            print(f"skip {corpus}: {exc}", flush=True)
+            print(f"skip {corpus.name}: {exc}", flush=True)
             continue
         if found.format not in available_readers():
-            print(f"skip {corpus}: detected format {found.format!r} ({found.reason}) has no reader in this build", flush=True)
+            print(f"skip {corpus.name}: detected format {found.format!r} ({found.reason}) has no reader in this build", flush=True)
             continue
-        ingest = ["ingest", str(folder), "--corpus", corpus] + (["--base-url", base_url] if base_url and not found.base_url else [])
-        out = args.out / corpus
+        base_url = ["--base-url", corpus.base_url] if corpus.base_url and not found.base_url else []
+        out = args.out / corpus.name
         out.mkdir(parents=True, exist_ok=True)
-        gate = ["--gate", str(REPO / "gates/targets.toml")] if corpus == "astro" else []
+        # Astro's answer floors are the CI gate's (gates/ci-extractive.toml); the others' are in their own file
+        answer_gate = REPO / "gates" / "ci-extractive.toml" if corpus.name == "astro" else corpus.gate
+        cases = str(corpus.cases)
         steps = [
-            ingest,
-            ["eval-retrieval", str(cases), "--corpus", corpus, "--modes", "hybrid+rerank", "--json-out", str(out / "retrieval.json")],
-            ["eval", str(cases), "--corpus", corpus, "--backend", "extractive", "--out", str(out), *gate],
+            ["ingest", str(corpus.docs), "--corpus", corpus.name, *base_url],
+            ["eval-retrieval", cases, "--corpus", corpus.name, "--modes", "hybrid+rerank",
+             "--json-out", str(out / "retrieval.json"), "--gate", str(corpus.gate)],
+            ["eval", cases, "--corpus", corpus.name, "--backend", "extractive", "--out", str(out), "--gate", str(answer_gate)],
         ]
         for step in steps:
             if not citedocs(*step):
-                failed.append(f"{corpus}: {step[0]}")
+                failed.append(f"{corpus.name}: {step[0]}")
                 break
     for failure in failed:
         print(f"FAILED {failure}")

@@ -286,50 +286,41 @@ def search(
     _print_hits(result, as_json)
 
 
-RETRIEVAL_MODES = {
-    "bm25": ("bm25", False),
-    "dense": ("dense", False),
-    "hybrid": ("hybrid", False),
-    "hybrid+rerank": ("hybrid", True),
-}
-
-
 @app.command("eval-retrieval")
 def eval_retrieval(
     cases: Annotated[Path, typer.Argument(help="JSONL case file.")],
     corpus: EvalCorpusOpt = None,
     modes: Annotated[str, typer.Option(help="Comma-separated: bm25,dense,hybrid,hybrid+rerank.")] = "hybrid+rerank",
     json_out: Annotated[Optional[Path], typer.Option(help="Write per-case rows and summaries here.")] = None,
+    gate: Annotated[
+        Optional[Path], typer.Option(help="Gate file: exit 1 if hybrid+rerank falls below its [retrieval.min] floors.")
+    ] = None,
 ) -> None:
     """Recall@1/5/8, MRR and nDCG@8 on the answerable cases of a case file."""
     from .eval.cases import load_cases
-    from .eval.retrieval import score_case, summarize_by_bucket
-    from .retrieve.hybrid import RetrievalConfig
-    from .retrieve.rewrite import standalone_query_fallback
+    from .eval.retrieval import GATED_MODE, RETRIEVAL_MODES, check_retrieval_floors, run_retrieval_eval, summarize_by_bucket
     from .service import UnknownCorpus
 
     wanted = [m.strip() for m in modes.split(",") if m.strip()]
     unknown = [m for m in wanted if m not in RETRIEVAL_MODES]
     if unknown or not wanted:
         fail(f"unknown mode(s) {unknown}; choose from {', '.join(RETRIEVAL_MODES)}")
+    if gate is not None and GATED_MODE not in wanted:
+        fail(f"--gate checks the {GATED_MODE} mode; add it to --modes")
+    if gate is not None and not gate.is_file():
+        fail(f"gate file not found: {gate}")
     try:
-        answerable = [c for c in load_cases(cases) if c.answerable]
+        loaded = load_cases(cases)
         services = _services()
         info = services.corpus(_eval_corpus(services, cases, corpus))
     except (CaseFileError, UnknownCorpus) as exc:
         fail(str(exc))
     report: dict[str, dict] = {}
-    table = Table(title=f"retrieval on {len(answerable)} answerable cases ({cases.name})")
+    table = Table(title=f"retrieval on {sum(c.answerable for c in loaded)} answerable cases ({cases.name})")
     for column in ("mode", "R@1", "R@5", "R@8", "anchor R@8", "MRR", "nDCG@8"):
         table.add_column(column)
     for mode in wanted:
-        retrieval_mode, rerank = RETRIEVAL_MODES[mode]
-        settings = RetrievalConfig(mode=retrieval_mode, rerank=rerank)
-        rows = []
-        for case in answerable:
-            query = standalone_query_fallback(case.question, case.history)
-            result = services.retriever.retrieve(info.name, query, 8, settings)
-            rows.append(score_case(case, [h.chunk for h in result.hits]))
+        rows = run_retrieval_eval(loaded, services, info.name, mode)
         summary = summarize_by_bucket(rows)
         report[mode] = {"summary": summary, "rows": [r.__dict__ for r in rows]}
         s = summary["all"]
@@ -344,6 +335,13 @@ def eval_retrieval(
     if json_out:
         json_out.write_text(json.dumps(report, indent=2))
         console.print(f"wrote {json_out}")
+    if gate is not None:
+        failures = check_retrieval_floors(report[GATED_MODE]["summary"]["all"], gate)
+        if failures:
+            for failure in failures:
+                err.print(f"[bold red]gate:[/] {failure}")
+            raise typer.Exit(1)
+        console.print(f"[green]gate passed[/] ({gate}: retrieval floors)")
 
 
 BackendOpt = Annotated[

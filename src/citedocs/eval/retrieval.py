@@ -8,13 +8,29 @@ expected anchor is on the chunk's anchor path; a source without an anchor counts
 from __future__ import annotations
 
 import math
+import tomllib
 from collections import defaultdict
 from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..retrieve.hybrid import RetrievalConfig
+from ..retrieve.rewrite import standalone_query_fallback
 from ..types import Chunk
 from .cases import EvalCase
 
+if TYPE_CHECKING:
+    from ..service import Services
+
 KS = (1, 5, 8)
+# name on the command line -> (first-stage mode, rerank)
+RETRIEVAL_MODES = {
+    "bm25": ("bm25", False),
+    "dense": ("dense", False),
+    "hybrid": ("hybrid", False),
+    "hybrid+rerank": ("hybrid", True),
+}
+GATED_MODE = "hybrid+rerank"  # what /ask retrieves with; gate floors apply to it
 
 
 def _source_hit(chunk: Chunk, path: str, anchor: str | None, anchor_level: bool) -> bool:
@@ -105,3 +121,41 @@ def summarize_by_bucket(rows: list[RetrievalRow]) -> dict[str, dict]:
     out = {"all": asdict(summarize(rows))}
     out.update({b: asdict(summarize(rs)) for b, rs in sorted(buckets.items())})
     return out
+
+
+def run_retrieval_eval(cases: list[EvalCase], services: Services, corpus: str, mode: str) -> list[RetrievalRow]:
+    """One row per answerable case: its question (a follow-up with its history folded in, as the
+    extractive pipeline does without an LLM) retrieved at k = 8 in ``mode``."""
+    retrieval_mode, rerank = RETRIEVAL_MODES[mode]
+    settings = RetrievalConfig(mode=retrieval_mode, rerank=rerank)
+    rows = []
+    for case in (c for c in cases if c.answerable):
+        query = standalone_query_fallback(case.question, case.history)
+        result = services.retriever.retrieve(corpus, query, max(KS), settings)
+        rows.append(score_case(case, [h.chunk for h in result.hits]))
+    return rows
+
+
+# gate keys under [retrieval.min] -> (summary field, k)
+_FLOOR_KEYS = {f"{level}_recall@{k}": (f"recall_{level}", f"@{k}") for level in ("page", "anchor") for k in KS}
+_FLOOR_KEYS |= {"mrr": ("mrr", None), "ndcg@8": ("ndcg8", None)}
+
+
+def check_retrieval_floors(summary: dict, gate_path: Path) -> list[str]:
+    """Failures of ``summary`` (a ``summarize`` result as a dict, all cases) against the
+    ``[retrieval.min]`` floors of a gate file; an empty list means it holds. An unknown key, or no
+    floor at all, is a failure too, so a typo or a missing table cannot switch the gate off."""
+    gate = tomllib.loads(gate_path.read_text(encoding="utf-8"))
+    floors = gate.get("retrieval", {}).get("min", {})
+    if not floors:
+        return [f"{gate_path.name} has no [retrieval.min] floors; record the ones this run measured"]
+    failures = []
+    for key, bound in floors.items():
+        if key not in _FLOOR_KEYS:
+            failures.append(f"{gate_path.name}: unknown retrieval floor {key!r} (known: {', '.join(_FLOOR_KEYS)})")
+            continue
+        field, k = _FLOOR_KEYS[key]
+        value = summary[field][k] if k else summary[field]
+        if value < bound:
+            failures.append(f"{GATED_MODE} {key} = {value:.3f} is below the gate's minimum {bound}")
+    return failures
