@@ -648,9 +648,19 @@ def eval_answers(
         previous = json.loads(summary_file.read_text())
     if gate and not gate.is_file():
         fail(f"gate file not found: {gate}")
+    out.mkdir(parents=True, exist_ok=True)
+    rows_file = out / "rows.jsonl"
+    rows_file.write_text("", encoding="utf-8")
+
+    def keep_row(row: dict) -> None:  # finished rows survive a run stopped part-way
+        with rows_file.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row) + "\n")
+
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err) as bar:
         task = bar.add_task("cases", total=len(loaded))
-        run = run_eval(loaded, cases, services, corpus, lambda done, total: bar.update(task, completed=done), llm_judge)
+        run = run_eval(
+            loaded, cases, services, corpus, lambda done, total: bar.update(task, completed=done), llm_judge, keep_row
+        )
     write_outputs(run, out, previous)
     console.print((out / "report.md").read_text(), markup=False, highlight=False)
     console.print(f"wrote {out}/rows.jsonl, summary.json, report.md, report.html")
