@@ -725,17 +725,22 @@ def calibrate_grade(
     from .eval.calibrate import calibrate_grade_threshold
     from .validate.thresholds import load_thresholds, write_thresholds
 
-    rows, floors = [], set()
+    rows, floors, sources = [], set(), []
     for run in runs:
-        if not (run / "rows.jsonl").is_file():
-            fail(f"no rows.jsonl in {run}; pass the --out folder of an eval run")
-        rows += [json.loads(line) for line in (run / "rows.jsonl").read_text().splitlines() if line.strip()]
-        floors.add(json.loads((run / "summary.json").read_text())["config"]["thresholds"].get("min_grade", 0.0))
+        if not (run / "rows.jsonl").is_file() or not (run / "summary.json").is_file():
+            fail(f"no rows.jsonl and summary.json in {run}; pass the --out folder of an eval run")
+        run_rows = [json.loads(line) for line in (run / "rows.jsonl").read_text().splitlines() if line.strip()]
+        summary = json.loads((run / "summary.json").read_text())
+        floors.add(summary["config"]["thresholds"].get("min_grade", 0.0))
+        sources.append(f"{Path(summary.get('dataset', run.name)).name} ({len(run_rows)} cases)")
+        rows += run_rows
     result = calibrate_grade_threshold(rows, max(floors))
     console.print(result.table())
     if write:
         thresholds = load_thresholds()
-        write_thresholds(replace(thresholds, min_grade=round(result.threshold, 4)))
+        write_thresholds(
+            replace(thresholds, min_grade=round(result.threshold, 4), min_grade_calibrated_on=", ".join(sources))
+        )
         console.print(f"min_grade = {result.threshold:.3f} written")
 
 

@@ -23,7 +23,8 @@ class Thresholds:
     extractive_min_sentence_score: float  # extractive backend: weakest sentence it will quote
     min_grade: float = 0.5  # LLM grader: P(passage helps) below this drops the chunk before generation
     min_entailment: float = 0.5  # LLM verifier: P(entailment) at least this for a cited chunk to support a claim
-    calibrated_on: str = ""
+    calibrated_on: str = ""  # what min_retrieval_score was fitted on
+    min_grade_calibrated_on: str = ""  # the eval runs min_grade was fitted on (`citedocs calibrate-grade`)
 
     def as_dict(self) -> dict:
         return asdict(self)
