@@ -256,7 +256,7 @@ def test_auto_detects_llamacpp_and_sends_the_retrieved_ids_as_the_only_citations
     with running_fake_llm() as (fake, url):
         fake.owned_by = "llamacpp"
         fake.reply = json.dumps(
-            {"not_answerable_because": None, "sentences": [{"text": "You can add a custom mode name to the filename itself (e.g `.env.staging`).", "cite": [ENV_CHUNK]}]}
+            {"answerable": True, "not_answerable_because": None, "sentences": [{"text": "You can add a custom mode name to the filename itself (e.g `.env.staging`).", "cite": [ENV_CHUNK]}]}
         )
         client = TestClient(create_app(_structured_services(astro_services, url)))
         body = client.post("/ask", json={"question": ANSWERABLE}).json()
@@ -266,13 +266,13 @@ def test_auto_detects_llamacpp_and_sends_the_retrieved_ids_as_the_only_citations
     assert enum == [r["id"] for r in trace["retrieved"]]
     assert request["cache_prompt"] is True and "response_format" not in request
     assert body["refused"] is False and [c["id"] for c in body["citations"]] == [ENV_CHUNK]
-    assert trace["prompt_version"] == "cited_json_v1+llamacpp" and json.loads(trace["structured_output"])
+    assert trace["prompt_version"] == "cited_json_v2+llamacpp" and json.loads(trace["structured_output"])
 
 
 def test_structured_decline_is_a_model_declined_refusal(astro_services):
     with running_fake_llm() as (fake, url):
         fake.owned_by = "llamacpp"
-        fake.reply = json.dumps({"not_answerable_because": "the docs do not name a staging host", "sentences": []})
+        fake.reply = json.dumps({"answerable": False, "not_answerable_because": "the docs do not name a staging host", "sentences": []})
         body = TestClient(create_app(_structured_services(astro_services, url))).post("/ask", json={"question": ANSWERABLE}).json()
     assert body["refused"] and body["refusal_reason"] == "model_declined: the docs do not name a staging host."
 
@@ -281,7 +281,7 @@ def test_broken_structured_json_mid_stream_ends_in_a_refusal_after_only_validate
     good = {"text": "You can add a custom mode name to the filename itself (e.g `.env.staging`).", "cite": [ENV_CHUNK]}
     with running_fake_llm() as (fake, url):
         fake.owned_by = "llamacpp"
-        fake.reply = json.dumps({"not_answerable_because": None, "sentences": [good]})[:-2] + ', {"text": "Then'
+        fake.reply = json.dumps({"answerable": True, "not_answerable_because": None, "sentences": [good]})[:-2] + ', {"text": "Then'
         client = TestClient(create_app(_structured_services(astro_services, url)))
         with client.stream("POST", "/ask/stream", json={"question": ANSWERABLE}) as response:
             events = list(_sse_events(response))

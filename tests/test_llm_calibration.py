@@ -3,8 +3,16 @@ judge's agreement with the lexical judge is reported. Pure functions over eval r
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from citedocs.cli import app
 from citedocs.eval.calibrate import calibrate_grade_threshold
 from citedocs.eval.metrics import summarize_rows
+from citedocs.validate.thresholds import DEFAULT_PATH, load_thresholds
 
 
 def _row(should_refuse: bool, grades: list[float], refused: bool = False, reason: str | None = None) -> dict:
@@ -51,3 +59,31 @@ def test_llm_judged_correctness_and_agreement_with_the_lexical_judge():
     assert summary["cite_correctness_llm"] == 0.75
     assert summary["judge_agreement"] == 0.5
     assert summary["cite_correctness"] == 0.75  # the lexical judge, as before
+
+
+def _run_dir(path: Path, dataset: str, rows: list[dict], min_grade: float = 0.5) -> Path:
+    path.mkdir()
+    (path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (path / "summary.json").write_text(json.dumps({"dataset": dataset, "config": {"thresholds": {"min_grade": min_grade}}}))
+    return path
+
+
+def test_calibrate_grade_writes_one_global_threshold_and_what_it_was_fitted_on(tmp_path, monkeypatch):
+    """Into the thresholds file in use (never the bundled one while another is configured)."""
+    thresholds = tmp_path / "thresholds.toml"
+    shutil.copy(DEFAULT_PATH, thresholds)
+    bundled = DEFAULT_PATH.read_text()
+    monkeypatch.setenv("CITEDOCS_THRESHOLDS", str(thresholds))
+    astro = _run_dir(tmp_path / "astro", "evals/astro-dev.jsonl", [_row(False, [0.9, 0.3]), _row(True, [0.6])])
+    docs = _run_dir(tmp_path / "docs", "evals/vitepress-dev.jsonl", [_row(False, [0.75]), _row(True, [0.55])])
+    result = CliRunner().invoke(app, ["calibrate-grade", str(astro), str(docs), "--write"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    written = load_thresholds(thresholds)
+    assert 0.6 < written.min_grade <= 0.75
+    assert written.min_grade_calibrated_on == "astro-dev.jsonl (2 cases), vitepress-dev.jsonl (2 cases)"
+    assert DEFAULT_PATH.read_text() == bundled
+
+
+def test_calibrate_grade_names_a_folder_that_is_not_an_eval_run(tmp_path):
+    result = CliRunner().invoke(app, ["calibrate-grade", str(tmp_path)], env={"COLUMNS": "200"})
+    assert result.exit_code != 0 and "pass the --out folder of an eval run" in result.output

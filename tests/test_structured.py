@@ -9,6 +9,7 @@ import json
 import pytest
 
 from citedocs.generate.structured import (
+    DEFAULT_REASON,
     StructuredOutputError,
     StructuredReader,
     answer_schema,
@@ -30,9 +31,10 @@ def test_citations_can_only_be_the_retrieved_ids():
     assert cite["minItems"] == 1  # a sentence without a citation cannot be written
 
 
-def test_not_answerable_is_an_explicit_field_decided_before_any_sentence():
+def test_the_model_decides_answerable_first_then_the_reason_then_the_sentences():
     schema = answer_schema(IDS)
-    assert list(schema["properties"])[0] == "not_answerable_because"
+    assert list(schema["properties"]) == ["answerable", "not_answerable_because", "sentences"]
+    assert schema["properties"]["answerable"]["type"] == "boolean"
     assert schema["properties"]["not_answerable_because"]["type"] == ["string", "null"]
 
 
@@ -81,6 +83,7 @@ def test_off_sends_no_schema_and_unknown_flavours_are_rejected():
 
 
 ANSWER = {
+    "answerable": True,
     "not_answerable_because": None,
     "sentences": [
         {"text": "Add a mode name to the file, e.g. `.env.staging`.", "cite": [IDS[0]]},
@@ -109,11 +112,38 @@ def test_each_sentence_is_released_when_its_object_closes(piece):
 
 def test_a_declined_answer_becomes_the_no_answer_protocol():
     reader = StructuredReader()
-    assert reader.feed(json.dumps({"not_answerable_because": "the docs do not cover MongoDB.", "sentences": []})) == []
+    declined = {"answerable": False, "not_answerable_because": "the docs do not cover MongoDB.", "sentences": []}
+    assert reader.feed(json.dumps(declined)) == []
     assert reader.finish().strip() == "NO_ANSWER: the docs do not cover MongoDB."
 
 
-@pytest.mark.parametrize("broken", ['{"not_answerable_because": null, "sentences": [{"text": "Run it', "<html>502</html>", "[]"])
+def test_a_decline_without_a_reason_still_refuses_with_a_generic_reason():
+    reader = StructuredReader()
+    reader.feed(json.dumps({"answerable": False, "not_answerable_because": None, "sentences": []}))
+    assert reader.declined() == DEFAULT_REASON
+    assert reader.finish().strip() == f"NO_ANSWER: {DEFAULT_REASON}"
+
+
+def test_an_answer_written_into_the_reason_field_does_not_refuse_an_answerable_question():
+    """The v1 failure: the model explained in the reason field and answered after it. The decision
+    is the boolean, so the sentences stand and the reason is ignored."""
+    answer = ANSWER | {"not_answerable_because": "getSecret() is only available on the server."}
+    reader = StructuredReader()
+    released = reader.feed(json.dumps(answer))
+    assert reader.declined() is None
+    assert len(released) == 2 and reader.finish() == ""
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        '{"answerable": true, "not_answerable_because": null, "sentences": [{"text": "Run it',
+        "<html>502</html>",
+        "[]",
+        '{"not_answerable_because": null, "sentences": []}',  # no decision
+        '{"answerable": "yes", "not_answerable_because": null, "sentences": []}',
+    ],
+)
 def test_broken_json_is_an_error_not_an_answer(broken):
     reader = StructuredReader()
     assert reader.feed(broken) == []
@@ -128,8 +158,9 @@ def test_several_sentences_in_one_text_each_carry_the_citation():
 
 def test_a_decline_is_known_as_soon_as_its_reason_closes():
     reader = StructuredReader()
-    reader.feed('{"not_answerable_because": "the docs do not cover \\"Mongo')
+    reader.feed('{"answerable": false, "not_answerable_because": "the docs do not cover \\"Mongo')
     assert reader.declined() is None  # the reason is still being written
     reader.feed('DB\\"", "sentences": [{"text": "ignored')
     assert reader.declined() == 'the docs do not cover "MongoDB"'
-    assert StructuredReader(raw='{"not_answerable_because": null, "sentences": [').declined() is None
+    assert StructuredReader(raw='{"answerable": false, "not_answerable_because": null').declined() == DEFAULT_REASON
+    assert StructuredReader(raw='{"answerable": true, "not_answerable_because": "x", "sentences": [').declined() is None

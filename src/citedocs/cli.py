@@ -660,9 +660,19 @@ def eval_answers(
         previous = json.loads(summary_file.read_text())
     if gate and not gate.is_file():
         fail(f"gate file not found: {gate}")
+    out.mkdir(parents=True, exist_ok=True)
+    rows_file = out / "rows.jsonl"
+    rows_file.write_text("", encoding="utf-8")
+
+    def keep_row(row: dict) -> None:  # finished rows survive a run stopped part-way
+        with rows_file.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row) + "\n")
+
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err) as bar:
         task = bar.add_task("cases", total=len(loaded))
-        run = run_eval(loaded, cases, services, corpus, lambda done, total: bar.update(task, completed=done), llm_judge)
+        run = run_eval(
+            loaded, cases, services, corpus, lambda done, total: bar.update(task, completed=done), llm_judge, keep_row
+        )
     write_outputs(run, out, previous)
     console.print((out / "report.md").read_text(), markup=False, highlight=False)
     console.print(f"wrote {out}/rows.jsonl, summary.json, report.md, report.html")
@@ -727,17 +737,22 @@ def calibrate_grade(
     from .eval.calibrate import calibrate_grade_threshold
     from .validate.thresholds import load_thresholds, write_thresholds
 
-    rows, floors = [], set()
+    rows, floors, sources = [], set(), []
     for run in runs:
-        if not (run / "rows.jsonl").is_file():
-            fail(f"no rows.jsonl in {run}; pass the --out folder of an eval run")
-        rows += [json.loads(line) for line in (run / "rows.jsonl").read_text().splitlines() if line.strip()]
-        floors.add(json.loads((run / "summary.json").read_text())["config"]["thresholds"].get("min_grade", 0.0))
+        if not (run / "rows.jsonl").is_file() or not (run / "summary.json").is_file():
+            fail(f"no rows.jsonl and summary.json in {run}; pass the --out folder of an eval run")
+        run_rows = [json.loads(line) for line in (run / "rows.jsonl").read_text().splitlines() if line.strip()]
+        summary = json.loads((run / "summary.json").read_text())
+        floors.add(summary["config"]["thresholds"].get("min_grade", 0.0))
+        sources.append(f"{Path(summary.get('dataset', run.name)).name} ({len(run_rows)} cases)")
+        rows += run_rows
     result = calibrate_grade_threshold(rows, max(floors))
     console.print(result.table())
     if write:
         thresholds = load_thresholds()
-        write_thresholds(replace(thresholds, min_grade=round(result.threshold, 4)))
+        write_thresholds(
+            replace(thresholds, min_grade=round(result.threshold, 4), min_grade_calibrated_on=", ".join(sources))
+        )
         console.print(f"min_grade = {result.threshold:.3f} written")
 
 

@@ -123,7 +123,11 @@ def run_eval(
     corpus: str,
     progress: Callable[[int, int], None] | None = None,
     judge: LlmJudge | None = None,
+    on_row: Callable[[dict], None] | None = None,
 ) -> EvalRun:
+    """Every case through the pipeline; ``on_row`` gets each graded row as soon as it exists (the CLI
+    appends it to ``rows.jsonl``, so a run stopped part-way keeps what it finished: a local-model
+    run of a dev set takes hours on a loaded 2-core machine)."""
     config = run_config(services, judge)
     dataset = file_hash(case_file)
     rows = []
@@ -131,6 +135,8 @@ def run_eval(
         row = grade_case(case, services, corpus, judge)
         row.update(dataset_hash=dataset, config_hash=config["hash"])
         rows.append(row)
+        if on_row:
+            on_row(row)
         if progress:
             progress(n, len(cases))
     summary = {

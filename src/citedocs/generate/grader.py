@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass
 from ..types import Chunk
 from .yesno import GRADE_CHARS, PassageJudge
 
-QUESTION = "Question: {question}\nDoes this passage help answer the question? Answer yes or no."
+LEAD = "Question: {question}"  # before the passage: the prefix every grading request of one answer shares
+QUESTION = "Does this passage help answer the question? Answer yes or no."
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class LlmGrader:
     def grade(self, question: str, chunks: Sequence[Chunk]) -> list[Grade]:
         grades = []
         for chunk in chunks:
-            answer = self.judge.ask(chunk, QUESTION.format(question=question), ("yes", "no"), GRADE_CHARS)
+            answer = self.judge.ask(chunk, QUESTION, ("yes", "no"), GRADE_CHARS, lead=LEAD.format(question=question))
             if answer is None:
                 grades.append(Grade(chunk.id, None, True))
                 continue

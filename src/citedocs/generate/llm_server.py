@@ -30,7 +30,14 @@ import httpx
 from .. import config, threads
 from .model_file import MODEL_NAME, ModelFileError, model_path, verify_model
 
-DEFAULT_CONTEXT = 8192  # tokens; the answer prompt (6 chunks + history) stays well under it
+SLOTS = 2
+"""Two slots, so a claim's verification runs while the answer is still being written. With one slot a
+verification request queued behind the whole answer, and the first validated sentence came only
+after the last one was written. llama.cpp batches both slots into one decode step, and decode is
+memory-bound on a CPU, so the verification prompt's tokens ride along with the answer's tokens for
+little extra time. Each slot keeps its own KV cache for prompt-prefix reuse."""
+CONTEXT_PER_SLOT = 8192  # tokens; the answer prompt (6 chunks + history) stays well under it
+DEFAULT_CONTEXT = SLOTS * CONTEXT_PER_SLOT  # llama.cpp splits n_ctx evenly between the slots
 START_TIMEOUT_S = 180.0
 KEY_ENV = "CITEDOCS_LLM_SERVER_KEY"  # the managed server's bearer key, passed by environment (never argv)
 
@@ -70,7 +77,7 @@ def run_server(cfg: ServerConfig, exit_with_parent: bool = False, api_key: str |
     params.model.path = str(cfg.model)
     params.model_alias = {MODEL_NAME}
     params.n_ctx = cfg.n_ctx
-    params.n_parallel = 1  # one slot: requests queue, and its KV cache is the prompt prefix reused next time
+    params.n_parallel = SLOTS
     params.offline = True
     params.hostnames = [cfg.host]
     if api_key:

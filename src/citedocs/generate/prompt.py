@@ -10,7 +10,7 @@ from ..contract import HistoryTurn
 from ..types import Chunk
 
 PROMPT_VERSION = "cite_first_v1"  # plain-text marker protocol
-STRUCTURED_PROMPT_VERSION = "cited_json_v1"  # JSON answer under a schema (see structured.py)
+STRUCTURED_PROMPT_VERSION = "cited_json_v2"  # JSON answer under a schema (see structured.py)
 NO_ANSWER = "NO_ANSWER"
 
 REWRITE_INSTRUCTIONS = (

@@ -3,9 +3,11 @@ and a reader that turns the streamed JSON into marker text sentence by sentence.
 
 The schema's citation items are an ``enum`` of the chunk ids retrieved for this request, so a
 server that enforces the schema (llama.cpp grammar, vLLM/OpenAI structured outputs, Ollama
-``format``) cannot emit an invented id: it is impossible, not merely filtered. "Not answerable,
-because ..." is an explicit field, written *before* any sentence, so the model decides whether the
-passages answer the question before it starts answering.
+``format``) cannot emit an invented id: it is impossible, not merely filtered. The model's first
+token is the decision, ``"answerable": true|false``; the reason ("not answerable, because ...")
+comes next and counts only when the decision is false, then the sentences. With the reason as the
+only signal (``cited_json_v1``) Qwen2.5-Coder-1.5B sometimes wrote its *answer* into the reason
+field, which read as a refusal; a boolean first leaves no such ambiguity.
 
 The reader hands each sentence over as soon as its JSON object closes, converted to the marker
 protocol (``text [id] [id].``) so the one citation validator checks it exactly like plain-text
@@ -26,7 +28,9 @@ from .prompt import NO_ANSWER
 FLAVOURS = ("llamacpp", "openai", "ollama", "off")
 SCHEMA_NAME = "cited_answer"
 MAX_SENTENCES = 5
-_DECLINED = re.compile(r'^\s*\{\s*"not_answerable_because"\s*:\s*"((?:[^"\\]|\\.)*)"')
+# the decision, then (only when false) the reason: complete as soon as the reason's string or null closes
+_DECLINED = re.compile(r'^\s*\{\s*"answerable"\s*:\s*false\s*,\s*"not_answerable_because"\s*:\s*(?:null|"((?:[^"\\]|\\.)*)")')
+DEFAULT_REASON = "the model judged that the retrieved passages do not answer the question."
 
 
 class StructuredOutputError(ValueError):
@@ -56,13 +60,14 @@ def answer_schema(chunk_ids: Sequence[str]) -> dict:
     return {
         "type": "object",
         "properties": {
+            "answerable": {"type": "boolean", "description": "do the chunks answer the question? decided first"},
             "not_answerable_because": {
                 "type": ["string", "null"],
-                "description": "null when the chunks answer the question; else what the docs do not cover",
+                "description": "only when answerable is false: what the docs do not cover; else null",
             },
             "sentences": {"type": "array", "items": sentence, "maxItems": MAX_SENTENCES},
         },
-        "required": ["not_answerable_because", "sentences"],
+        "required": ["answerable", "not_answerable_because", "sentences"],
         "additionalProperties": False,
     }
 
@@ -140,13 +145,13 @@ class StructuredReader:
         return out
 
     def declined(self) -> str | None:
-        """The model's reason, as soon as it has written a non-empty one (the field comes first, so
-        the answer can stop there: whatever follows would be discarded anyway)."""
+        """The model's reason, as soon as it has decided ``"answerable": false`` and closed the reason
+        (both come before any sentence, so the answer can stop there: whatever follows would be
+        discarded anyway)."""
         match = _DECLINED.match(self.raw)
         if not match:
             return None
-        reason = json.loads(f'"{match.group(1)}"').strip()
-        return reason or None
+        return _reason(match.group(1) and json.loads(f'"{match.group(1)}"'))
 
     def _sentence(self, text: str) -> list[str]:
         try:
@@ -164,10 +169,20 @@ class StructuredReader:
             answer = json.loads(self.raw)
         except ValueError as exc:
             raise StructuredOutputError(f"the structured answer is not valid JSON ({exc}): {self.raw[-120:]!r}") from exc
-        if not isinstance(answer, dict) or not isinstance(answer.get("sentences", []), list):
-            raise StructuredOutputError(f"the structured answer is not an object with a sentences list: {self.raw[:120]!r}")
-        reason = answer.get("not_answerable_because")
-        if isinstance(reason, str) and reason.strip():
+        if (
+            not isinstance(answer, dict)
+            or not isinstance(answer.get("answerable"), bool)
+            or not isinstance(answer.get("sentences", []), list)
+        ):
+            raise StructuredOutputError(
+                f"the structured answer is not an object with an answerable decision and a sentences list: {self.raw[:120]!r}"
+            )
+        if not answer["answerable"]:
             # declined: whatever sentences came with it, the final answer is the refusal
-            return f"\n{NO_ANSWER}: {reason.strip()}"
-        return ""
+            return f"\n{NO_ANSWER}: {_reason(answer.get('not_answerable_because'))}"
+        return ""  # answerable: the reason field is ignored, the sentences were handed over by feed()
+
+
+def _reason(reason: object) -> str:
+    """The model's reason for declining, or a generic one when it gave none."""
+    return reason.strip() if isinstance(reason, str) and reason.strip() else DEFAULT_REASON

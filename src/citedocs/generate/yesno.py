@@ -8,7 +8,9 @@ probabilities of the allowed words from the first token's ``top_logprobs``.
 The prompt puts the passage first and the question last, so the passage's part of the prompt is
 the same for every question about it: llama.cpp (``cache_prompt``, its RAM prompt cache) then
 reuses that prefix, and verifying a second claim against the same chunk costs only the claim's
-tokens. Grading reads only a chunk's opening (``GRADE_CHARS``); verification reads all of it. An
+tokens. Grading asks one question about several passages, so it states the question in a ``lead``
+*before* the passage (and the yes/no instruction after it): every grading request of an answer then
+shares the system prompt and the question as a prefix, and only the passage is evaluated anew. Grading reads only a chunk's opening (``GRADE_CHARS``); verification reads all of it. An
 endpoint that returns no log-probabilities still works: its one-word answer counts as probability
 1 for that word.
 """
@@ -35,12 +37,15 @@ class WordProbabilities:
     evaluated_tokens: int | None = None  # of those, evaluated rather than reused from the prompt cache (llama.cpp)
 
 
-def passage_prompt(chunk: Chunk, question: str, max_chars: int | None = None) -> list[dict]:
+def passage_prompt(chunk: Chunk, question: str, max_chars: int | None = None, lead: str = "") -> list[dict]:
+    """System prompt, then ``lead`` (text shared by requests about different passages), the passage,
+    and ``question`` last."""
     passage = chunk.text if max_chars is None or len(chunk.text) <= max_chars else chunk.text[:max_chars] + " …"
     section = " › ".join((chunk.title, *chunk.heading_path))
+    opening = f"{lead}\n\n" if lead else ""
     return [
         {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": f"Passage ({section}):\n{passage}\n\n{question}"},
+        {"role": "user", "content": f"{opening}Passage ({section}):\n{passage}\n\n{question}"},
     ]
 
 
@@ -51,11 +56,12 @@ class PassageJudge:
         self.client = client
 
     def ask(
-        self, chunk: Chunk, question: str, words: tuple[str, ...], max_chars: int | None = None
+        self, chunk: Chunk, question: str, words: tuple[str, ...], max_chars: int | None = None, lead: str = ""
     ) -> WordProbabilities | None:
         """The allowed words' probabilities, or None when the model gave neither a probability for
         one of them nor one of them as its answer (callers then fall back to their no-LLM rule)."""
-        body = self.client.chat_body(passage_prompt(chunk, question, max_chars), 1, {"logprobs": True, "top_logprobs": 20})
+        messages = passage_prompt(chunk, question, max_chars, lead)
+        body = self.client.chat_body(messages, 1, {"logprobs": True, "top_logprobs": 20})
         mass = dict.fromkeys(words, 0.0)
         try:
             first = body["choices"][0]["logprobs"]["content"][0]

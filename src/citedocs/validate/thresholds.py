@@ -23,19 +23,28 @@ class Thresholds:
     extractive_min_sentence_score: float  # extractive backend: weakest sentence it will quote
     min_grade: float = 0.5  # LLM grader: P(passage helps) below this drops the chunk before generation
     min_entailment: float = 0.5  # LLM verifier: P(entailment) at least this for a cited chunk to support a claim
-    calibrated_on: str = ""
+    calibrated_on: str = ""  # what min_retrieval_score was fitted on
+    min_grade_calibrated_on: str = ""  # the eval runs min_grade was fitted on (`citedocs calibrate-grade`)
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
+def thresholds_path() -> Path:
+    """The file in use: the ``thresholds`` setting, else the bundled one."""
+    return Path(config.setting("thresholds") or DEFAULT_PATH)
+
+
 def load_thresholds(path: Path | None = None) -> Thresholds:
-    path = path or Path(config.setting("thresholds") or DEFAULT_PATH)
+    path = path or thresholds_path()
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     return Thresholds(**data["thresholds"])
 
 
-def write_thresholds(thresholds: Thresholds, path: Path = DEFAULT_PATH) -> None:
+def write_thresholds(thresholds: Thresholds, path: Path | None = None) -> None:
+    """Rewrite the file in use (``thresholds_path()``, so a calibration never lands in the bundled
+    file while another one is configured)."""
+    path = path or thresholds_path()
     lines = ["# Written by `citedocs calibrate`; global values, never per question.", "[thresholds]"]
     for key, value in thresholds.as_dict().items():
         lines.append(f"{key} = {value!r}" if not isinstance(value, str) else f'{key} = "{value}"')
