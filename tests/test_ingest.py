@@ -140,16 +140,13 @@ def test_rerank_uses_token_vectors_stored_at_ingest(services, small_docs):
     ingest(services, small_docs)
     ids = list(services.store.chunk_hashes(CORPUS))
     stored = services.store.token_vectors(CORPUS, ids)
-    assert set(stored) == set(ids) and all(len(t.data) <= 8192 and t.unpack(384).shape == (t.rows, 384) for t in stored.values())
+    assert set(stored) == set(ids) and all(t.unpack(384).shape == (t.rows, 384) for t in stored.values())
     chunks = services.store.get_chunks(CORPUS, ids)
     query = services.retriever.encode_query("How do I deploy my Astro site to Heroku?")
     # no encoder: every chunk must be scored from the tokens the index stored
     from_index = LateInteractionReranker(None, services.store.token_vectors).score(query, chunks, CORPUS)
     recomputed = LateInteractionReranker(services.encoder, lambda corpus, ids: {}).score(query, chunks, CORPUS)
-    # pooled 2-bit tokens score a little lower than the full ones (~0.06 on average, README "Index
-    # size") and pick the same best chunk
-    assert np.argmax(from_index) == np.argmax(recomputed)
-    assert np.allclose(from_index, recomputed, atol=0.1)
+    assert np.allclose(from_index, recomputed, atol=0.01)  # int8 storage (the default) costs no ranking precision
 
 
 def test_two_files_for_the_same_page_never_overwrite_each_other(services, tmp_path):

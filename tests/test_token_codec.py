@@ -1,12 +1,14 @@
-"""The reranker's stored token vectors: pooled by 3, 2 bits a dimension, <= 8 KB a chunk, and
-ranking like the full-precision vectors they came from (README "Index size")."""
+"""The reranker's stored token vectors: int8 by default, or (``token_format = "pool3-q2"``) pooled by 3
+at 2 bits a dimension, <= 8 KB a chunk, ranking like the full-precision vectors they came from
+(README "Index size")."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from citedocs.index.token_codec import POOL_FACTOR, PackedTokens, pool
+from citedocs import config
+from citedocs.index.token_codec import INT8, POOL_FACTOR, TOKEN_FORMATS, PackedTokens, pool
 from citedocs.retrieve.hybrid import HybridRetriever, RetrievalConfig
 from citedocs.retrieve.rerank import LateInteractionReranker
 from citedocs.service import Services
@@ -51,10 +53,20 @@ def test_short_chunks_keep_their_tokens():
     assert PackedTokens.pack(one).rows == 1
 
 
-def test_an_index_written_before_packing_is_read_as_int8():
-    tokens = np.round(unit_rows(5) * 127).astype(np.int8)
-    legacy = PackedTokens(tokens.tobytes(), 5)
-    assert np.array_equal(legacy.unpack(DIM), tokens.astype(np.float32) / 127)
+def test_int8_tokens_keep_every_row_and_read_back_as_written():
+    tokens = unit_rows(5)
+    stored = PackedTokens.pack(tokens, INT8)
+    assert stored.rows == 5 and len(stored.data) == 5 * DIM
+    assert np.array_equal(stored.unpack(DIM), np.round(tokens * 127).astype(np.int8).astype(np.float32) / 127)
+
+
+def test_int8_is_the_default_and_the_setting_offers_exactly_the_codec_formats():
+    """The packed format lowers the refusal confidence (README "Index size"), so it is opt-in."""
+    assert config.setting("token_format") == INT8
+    for name in TOKEN_FORMATS:
+        assert config.SETTINGS["token_format"].parse(name) == name
+    with pytest.raises(ValueError):
+        PackedTokens.pack(unit_rows(3), "pool9-q1")
 
 
 def test_bytes_that_fit_no_format_are_an_error_naming_the_size():
@@ -79,7 +91,8 @@ def reciprocal_rank(hits, page: str) -> float:
     return next((1 / rank for rank, h in enumerate(hits, start=1) if h.chunk.doc_path == page), 0.0)
 
 
-def test_rerank_with_packed_tokens_ranks_like_full_precision_tokens(tmp_home, small_docs):
+def test_rerank_with_packed_tokens_ranks_like_full_precision_tokens(tmp_home, small_docs, monkeypatch):
+    monkeypatch.setenv("CITEDOCS_TOKEN_FORMAT", "pool3-q2")
     services = Services.open()
     try:
         services.ingest(small_docs, CORPUS, ASTRO_BASE_URL)

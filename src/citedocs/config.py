@@ -134,6 +134,13 @@ SETTINGS: dict[str, Setting] = {
         str,
         "folder for the ONNX graphs built from the bundled model's weights (shared by every CITEDOCS_HOME)",
     ),
+    "token_format": Setting(
+        "CITEDOCS_TOKEN_FORMAT",
+        "int8",
+        _choice("int8", "pool3-q2"),
+        "how ingest stores the reranker's token vectors: int8 (<= 48 KB a chunk) | pool3-q2 (<= 4 KB a chunk, "
+        "lower MaxSim scores: recalibrate the refusal threshold); a change rebuilds a corpus at its next ingest",
+    ),
     "workers": Setting(
         "CITEDOCS_WORKERS", None, _at_least_one, "`citedocs serve` worker processes; default: one per core (local backend: 1); see threads.py"
     ),

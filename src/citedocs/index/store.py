@@ -81,8 +81,8 @@ class ChunkVectors:
     tokens: PackedTokens | None  # None: the reranker encodes the chunk itself
 
     @classmethod
-    def packed(cls, sentence: np.ndarray, tokens: np.ndarray) -> ChunkVectors:
-        return cls(np.asarray(sentence, dtype=np.float32), PackedTokens.pack(tokens))
+    def packed(cls, sentence: np.ndarray, tokens: np.ndarray, token_format: str) -> ChunkVectors:
+        return cls(np.asarray(sentence, dtype=np.float32), PackedTokens.pack(tokens, token_format))
 
 
 @dataclass

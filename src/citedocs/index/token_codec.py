@@ -1,9 +1,13 @@
-"""The stored form of a chunk's late-interaction token vectors: pooled by 3, then 2 bits a dimension.
+"""The stored form of a chunk's late-interaction token vectors: int8 rows, or pooled by 3 at 2 bits a dimension.
 
 Token vectors were the reranker's biggest cost on disk: up to 126 int8 rows of 384 dims (~48 KB a
 chunk, most of the index). Measured offline on every dev set (``benchmarks/token_compression.py``,
 README "Index size"), pooling a chunk's tokens by 3 and keeping 2 bits per dimension leaves rerank
 R@1 and MRR within 0.01 of int8 at <= 4,032 bytes a chunk. The same bytes go into every store backend.
+It is not the default: the packed rows lower the best MaxSim score (the refusal confidence) by
+~0.06 with more spread, and after recalibrating the threshold the extractive Astro dev eval refuses
+one more answerable paraphrase (refusal precision 0.833 -> 0.789). An unnecessary refusal costs
+more than disk, so ``int8`` stays the default and ``pool3-q2`` is the choice for large corpora.
 """
 
 from __future__ import annotations
@@ -21,8 +25,11 @@ POOL_FACTOR = 3  # stored rows = ceil(tokens / 3): <= 42 for the 126 tokens the 
 _CUT = 0.9816
 _LEVELS = np.array([-1.510, -0.4528, 0.4528, 1.510], dtype=np.float32)
 _PER_BYTE = 4
-# Part of the ingest pipeline string: a corpus stored in another format is rebuilt by its next ingest.
-TOKEN_FORMAT = f"pool{POOL_FACTOR}-q2"
+# The ``token_format`` setting's values; part of the ingest pipeline string, so a corpus stored in
+# another format is rebuilt by its next ingest.
+INT8 = "int8"
+POOLED_2BIT = f"pool{POOL_FACTOR}-q2"
+TOKEN_FORMATS = (INT8, POOLED_2BIT)
 
 
 def pool(tokens: np.ndarray, factor: int) -> np.ndarray:
@@ -53,8 +60,14 @@ class PackedTokens:
     rows: int
 
     @classmethod
-    def pack(cls, tokens: np.ndarray) -> PackedTokens:
-        """Unit token vectors (n x dim, dim a multiple of 4) -> pooled by POOL_FACTOR, 2 bits a dimension."""
+    def pack(cls, tokens: np.ndarray, token_format: str = POOLED_2BIT) -> PackedTokens:
+        """Unit token vectors (n x dim, dim a multiple of 4) -> int8 (x127, one byte a dimension) or
+        pooled by POOL_FACTOR at 2 bits a dimension."""
+        if token_format == INT8:
+            tokens = np.asarray(tokens, dtype=np.float32)
+            return cls(np.round(tokens * 127).astype(np.int8).tobytes(), len(tokens))
+        if token_format != POOLED_2BIT:
+            raise ValueError(f"unknown token format {token_format!r}; expected one of {', '.join(TOKEN_FORMATS)}")
         pooled = pool(tokens, POOL_FACTOR)
         if pooled.ndim != 2 or pooled.shape[1] % _PER_BYTE:
             raise ValueError(f"token vectors must be rows of a width divisible by 4, got shape {pooled.shape}")
@@ -65,8 +78,7 @@ class PackedTokens:
 
     def unpack(self, dim: int) -> np.ndarray:
         """Unit float32 rows (rows x dim) to score float query tokens against. Rows of exactly
-        ``dim`` bytes are the int8 format of indexes written before packing (x127, unpooled),
-        read as they are until the next ingest rebuilds the corpus."""
+        ``dim`` bytes are the int8 format (x127, unpooled); a quarter of that, the 2-bit format."""
         if len(self.data) == self.rows * dim:
             return np.frombuffer(self.data, dtype=np.int8).reshape(self.rows, dim).astype(np.float32) / 127
         if len(self.data) != self.rows * dim // _PER_BYTE:

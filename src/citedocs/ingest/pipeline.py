@@ -15,7 +15,6 @@ from .. import config
 from ..config import DEFAULT_TENANT
 from ..encoders import LATE_INTERACTION_TOKENS, BiEncoder
 from ..index.store import ChunkVectors, CorpusInfo, DocumentRecord, IngestChanges, Store
-from ..index.token_codec import TOKEN_FORMAT
 from ..types import Chunk, ChunkId, content_hash
 from .admission import AdmissionDecision, AdmissionPolicy
 from .boundary import OutsideRoot, inside, walk_docs
@@ -153,8 +152,9 @@ def ingest_corpus(
         raise IngestError(f"--base-url must be an http(s) URL, got {base_url!r}")
     files, outside = _walk(source_dir, reader)
     screen = Screen.for_corpus(base_url, policy.allowed_hosts, policy.approved_sentences)
+    token_format = config.setting("token_format")
     pipeline = (
-        f"{reader.name}-{reader.version}+chunker-{CHUNKER_VERSION}+{encoder.name}+tokens{LATE_INTERACTION_TOKENS}-{TOKEN_FORMAT}"
+        f"{reader.name}-{reader.version}+chunker-{CHUNKER_VERSION}+{encoder.name}+tokens{LATE_INTERACTION_TOKENS}-{token_format}"
         f"+screen-{screen.fingerprint()}"
     )
     previous = store.get_corpus(corpus)
@@ -225,7 +225,7 @@ def ingest_corpus(
     removed = [cid for cid in old_hashes if cid not in new_ids]
     report.removed = len(removed)
 
-    vectors = _embed(encoder, to_embed, progress)
+    vectors = _embed(encoder, to_embed, token_format, progress)
     hashes = {cid: old_hashes[cid] for cid in kept_ids} | {c.id: c.hash for c in fresh_chunks.values()}
     report.version = corpus_version(hashes)
     changes = IngestChanges(
@@ -253,7 +253,9 @@ def _all_ids_of(store: Store, corpus: str, previous: CorpusInfo | None) -> list[
     return list(store.chunk_hashes(corpus)) if previous else []
 
 
-def _embed(encoder: BiEncoder, chunks: list[Chunk], progress: ProgressFn | None) -> list[ChunkVectors]:
+def _embed(
+    encoder: BiEncoder, chunks: list[Chunk], token_format: str, progress: ProgressFn | None
+) -> list[ChunkVectors]:
     """Embed in length-sorted groups: similar lengths share a batch, so little time goes to padding."""
     order = sorted(range(len(chunks)), key=lambda i: len(chunks[i].text))
     vectors: list[ChunkVectors | None] = [None] * len(chunks)
@@ -262,7 +264,7 @@ def _embed(encoder: BiEncoder, chunks: list[Chunk], progress: ProgressFn | None)
         part = order[start : start + group]
         texts = [chunks[i].embedding_text() for i in part]
         for i, (sentence, tokens) in zip(part, encoder.encode_with_tokens(texts, LATE_INTERACTION_TOKENS)):
-            vectors[i] = ChunkVectors.packed(sentence, tokens)
+            vectors[i] = ChunkVectors.packed(sentence, tokens, token_format)
         if progress:
             progress("embed", min(start + group, len(chunks)), len(chunks))
     return vectors  # type: ignore[return-value]
