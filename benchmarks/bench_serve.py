@@ -12,7 +12,7 @@ README's "Server under load" says which). After a 503 a client waits its Retry-A
 well-behaved client does. Prints one Markdown table: requests/s (answered), p50/p95/p99 of the
 answered requests, and every status seen, per level, with the load average and server RSS.
 
-    python benchmarks/bench_serve.py [--index /work/ref/home/citedocs.sqlite3] [--corpus astro]
+    python benchmarks/bench_serve.py [--index ~/.local/share/citedocs/citedocs.sqlite3] [--corpus astro]
         [--levels 1,4,16,64] [--seconds 20] [--out results-serve.json]
 """
 
@@ -31,10 +31,11 @@ from pathlib import Path
 
 import httpx
 
+from citedocs import config
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from load_shed import DEFAULT_CASES, cpu_seconds, load_questions, percentile, rss_mb, run_load, serving  # noqa: E402
 
-DEFAULT_INDEX = Path("/work/ref/home/citedocs.sqlite3")
 WARMUP_REQUESTS = 4  # the first answers load lazily built state; they are not measured
 
 
@@ -68,7 +69,9 @@ def level(base: str, pid: int, questions: list[str], clients: int, seconds: floa
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--index", type=Path, default=DEFAULT_INDEX, help="a citedocs.sqlite3 to copy (never written)")
+    parser.add_argument(
+        "--index", type=Path, default=config.database_path(), help="a citedocs.sqlite3 to copy (never written; default: your own index, as `make demo` built it)"
+    )
     parser.add_argument("--corpus", default="astro")
     parser.add_argument("--cases", type=Path, default=DEFAULT_CASES, help="JSONL with a `question` per line")
     parser.add_argument("--levels", default="1,4,16,64", help="concurrent clients per level, comma-separated")
