@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from citedocs import capacity, config
+from citedocs import capacity, config, threads
 
 from conftest import running_server
 from fake_llm import running_fake_llm
@@ -55,7 +55,8 @@ def test_capacity_defaults_follow_the_core_count_and_give_one_caller_a_fair_shar
     for name in ("CITEDOCS_MAX_IN_FLIGHT", "CITEDOCS_MAX_QUEUE", "CITEDOCS_RATE_LIMIT_PER_MINUTE", "CITEDOCS_CONFIG"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("CITEDOCS_HOME", str(tmp_path))  # no config file
-    monkeypatch.setattr(capacity, "cores", lambda: 4)
+    monkeypatch.delenv(threads.SERVE_WORKERS_ENV, raising=False)  # a single-process server
+    monkeypatch.setattr(threads, "usable_cores", lambda: 4)
     limits = capacity.capacity()
     assert (limits.max_in_flight, limits.max_queue) == (4, 8)
     per_minute_capacity = 4 * capacity.ASKS_PER_CORE_PER_S * 60

@@ -210,15 +210,39 @@ Promise.all([load(a), load(b)]).then(([x, y]) => {
 """
 
 
+def settle_layout(driver) -> None:
+    """Lay the host page out the same way on every load before comparing two loads. Chromium decides
+    per load whether a code block's horizontal scrollbar shows (the page's own nondeterminism, not
+    the widget's: the same plain page measured 12,672 / 12,687 / 12,702 px tall across loads, its
+    shell-session <pre> blocks 123 or 138 px), so both loads get the same rule hiding those
+    scrollbars, then wait for web fonts and a height unchanged for half a second."""
+    driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "const style = document.createElement('style');"
+        "style.textContent = 'pre { overflow: hidden !important; }';"
+        "document.head.appendChild(style);"
+        "document.fonts.ready.then(() => {"
+        "  let last = -1, same = 0, tries = 0;"
+        "  const tick = () => {"
+        "    const h = document.documentElement.scrollHeight;"
+        "    same = h === last ? same + 1 : 0; last = h;"
+        "    if (same >= 5 || ++tries > 100) done(true); else setTimeout(tick, 100);"
+        "  };"
+        "  tick();"
+        "});"
+    )
+
+
 def test_the_host_page_looks_exactly_the_same_with_the_launcher_closed(driver, site):
     driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     driver.set_window_size(1200, 900)
     driver.get(site + PAGE + "?plain")
     wait(driver, lambda d: d.execute_script("return document.readyState") == "complete", "page did not load")
+    settle_layout(driver)
     plain = driver.get_screenshot_as_base64()
     plain_height = driver.execute_script("return document.documentElement.scrollHeight")
     root = open_page(driver, site + PAGE)
-    driver.execute_script("document.fonts && document.fonts.ready")
+    settle_layout(driver)
     tagged = driver.get_screenshot_as_base64()
     assert driver.execute_script("return document.documentElement.scrollHeight") == plain_height
     launcher = driver.execute_script(

@@ -7,7 +7,6 @@ more without configuration and a small one refuses early instead of queueing wit
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
 from . import config, threads
@@ -27,10 +26,6 @@ class Capacity:
     rate_limit_per_minute: int  # 0 = no limit
 
 
-def cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def capacity() -> Capacity:
     """This process's share: a server with N workers admits ``cores / N`` per worker by default, so the
     whole server works on one request per core (each worker runs one torch thread; threads.py)."""
@@ -38,7 +33,7 @@ def capacity() -> Capacity:
     queue = config.setting("max_queue")
     rate = config.setting("rate_limit_per_minute")
     if rate is None:
-        rate = max(1, math.floor(cores() * ASKS_PER_CORE_PER_S * 60 * FAIR_SHARE))
+        rate = max(1, math.floor(threads.usable_cores() * ASKS_PER_CORE_PER_S * 60 * FAIR_SHARE))
     return Capacity(
         max_in_flight=in_flight,
         max_queue=2 * in_flight if queue is None else queue,
