@@ -224,3 +224,25 @@ def test_quoted_code_that_appears_nowhere_in_the_corpus_is_flagged():
 def test_the_users_own_paths_and_values_are_not_looked_up():
     question = "Can I load `config/.env.qa` with `--mode` and read `import.meta.env.PROD`?"
     assert unsupported_question_terms(question, RETRIEVED, ChunksProbe(RETRIEVED)) == []
+
+
+def test_contractions_and_possessives_are_not_proper_names():
+    question = "On my Mac I'm loading a .env file, but my IDE's terminal shows nothing. Which flag sets the mode?"
+    assert unsupported_question_terms(question, RETRIEVED, ChunksProbe(RETRIEVED)) == ["Mac"]
+
+
+def test_files_and_names_the_user_introduces_are_never_looked_up():
+    # the user's own data file, their own component name and their own folder: absent from any docs
+    for question in (
+        "How do I make the dev server reload the environment when I edit settings.yaml?",
+        "I load a component called `mybanner` and the `--mode` flag is ignored. Why?",
+        "Every page in my docs/api/ folder should load `.env.staging`. Which flag do I pass?",
+    ):
+        assert unsupported_question_terms(question, RETRIEVED, ChunksProbe(RETRIEVED)) == [], question
+
+
+def test_an_api_name_written_without_backticks_must_exist_in_the_docs():
+    probe = ChunksProbe(RETRIEVED)
+    question = "How do I read import.meta.env.STAGING_ONLY with the @env.load_mode decorator?"
+    assert unsupported_question_terms(question, RETRIEVED, probe) == ["import.meta.env.STAGING_ONLY", "@env.load_mode"]
+    assert unsupported_question_terms("What is import.meta.env.PROD in a build?", RETRIEVED, probe) == []

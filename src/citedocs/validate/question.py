@@ -6,8 +6,14 @@ Three general signals, none tuned per question:
   string values, file paths and URLs are the user's own and are not looked up);
 * a code-like term in the question (``client:hover``, ``--prod``) whose parts do not co-occur in
   any retrieved chunk: the question presupposes an option the evidence lacks;
+* an API name written without backticks (``@app.after_response``, ``config.from_toml()``) that,
+  like quoted code, occurs nowhere in the corpus;
 * a proper name (capitalised, not sentence-initial) that occurs nowhere in the corpus: the
   question is about a product or service the docs do not cover.
+
+What the user names as their own is never looked up: file names and paths, URLs, call arguments,
+and code introduced as theirs ("a component called `mybanner`", "my docs/api/ folder"). A contraction or possessive
+("I'm", "IDE's") is not a proper name.
 """
 
 from __future__ import annotations
@@ -25,6 +31,12 @@ _PART = re.compile(r"[a-z0-9]+")
 _URL = re.compile(r"\b(?:https?://|www\.)\S+|\b[\w-]+(?:\.[\w-]+)+/\S*")
 _FILE_PATH = re.compile(r"^[\w.@~-]*/[\w./@~-]*\.\w+$|^[\w-]+\.(?:json|ya?ml|md|mdx|ts|js|mjs|astro|css|html|txt|toml)$")
 _CALL_ARGUMENTS = re.compile(r"\((?:[^()]|\([^()]*\))*\)|'[^']*'|\"[^\"]*\"")
+# "called `x`", "named `x`", "my `x`": the user introduces a name of their own
+_USER_NAMED = re.compile(r"\b(?:called|named|my)\s*$", re.IGNORECASE)
+_USER_OWN_TOKEN = re.compile(r"\b(my\s+)[\w.@~/-]*[/._:][\w.@~/:-]*", re.IGNORECASE)
+_API_NAME = re.compile(r"(?<![\w.$@])@?[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+_CLITIC = re.compile(r"'(?:s|m|re|ve|ll|d|t)$", re.IGNORECASE)
+_FILE_NAME_TOKEN = re.compile(r"(?<![\w./-])[\w.@~-]*[\w-]\.(?:json|ya?ml|md|mdx|rst|ts|js|mjs|cjs|py|cfg|ini|astro|vue|css|html|txt|toml)\b")
 
 
 class CorpusProbe(Protocol):
@@ -46,7 +58,7 @@ def _quoted_code_missing(question: str, probe: CorpusProbe) -> list[str]:
     missing = []
     for match in _QUOTED.finditer(question):
         span = (match.group(1) or match.group(2)).strip()
-        if _URL.search(span) or _FILE_PATH.match(span):
+        if _URL.search(span) or _FILE_PATH.match(span) or _USER_NAMED.search(question[: match.start()]):
             continue
         code = span if match.group(2) else _CALL_ARGUMENTS.sub("", span)
         parts = code_parts(code)
@@ -58,7 +70,7 @@ def _quoted_code_missing(question: str, probe: CorpusProbe) -> list[str]:
 def _proper_names(question: str) -> list[str]:
     names = []
     for sentence in re.split(r"(?<=[.!?])\s+", re.sub(r"`[^`]*`", " ", question)):
-        words = _WORD.findall(sentence)
+        words = [_CLITIC.sub("", w) for w in _WORD.findall(sentence)]
         for word in words[1:]:
             if word[0].isupper() and len(word) >= 3 and word.lower() not in STOPWORDS and not word.isupper():
                 names.append(word)
@@ -78,6 +90,7 @@ def unsupported_question_terms(question: str, evidence: list[Chunk], probe: Corp
     question = _URL.sub(" ", question)
     missing: list[str] = _quoted_code_missing(question, probe)
     unquoted = re.sub(r"`[^`]*`|\"[^\"]*\"", " ", question)
+    unquoted = _FILE_NAME_TOKEN.sub(" ", _USER_OWN_TOKEN.sub(r"\1", unquoted))
     chunk_terms = [content_terms(f"{c.title} {' '.join(c.heading_path)} {c.text}") for c in evidence]
     for term in sorted(specific_terms(unquoted)):
         parts = {p for p in term.split("_") if len(p) > 1}
@@ -86,7 +99,12 @@ def unsupported_question_terms(question: str, evidence: list[Chunk], probe: Corp
         normalized = {next(iter(content_terms(p)), p) for p in parts}
         if not any(normalized <= terms for terms in chunk_terms):
             missing.append(_as_written(term, unquoted))
+    for name in _API_NAME.findall(unquoted):
+        parts = code_parts(name)
+        if len(parts) > 1 and not probe.has_sequence(parts):
+            missing.append(name)
     for name in _proper_names(question):
         if not probe.mentions(name.lower()):
             missing.append(name)
-    return missing
+    named = {"_".join(code_parts(m)): m for m in reversed(missing)}  # one mention per term, first spelling
+    return list(dict.fromkeys(named["_".join(code_parts(m))] for m in missing))
