@@ -110,6 +110,19 @@ def test_content_tab_label_stays_with_its_body():
     assert re.search(r'9\.x:\n```sh\npip install mkdocs-material=="9\.\*"', text)
 
 
+def test_definition_list_body_keeps_its_tabs_code_and_later_paragraphs():
+    """Material documents each option as ``:   definition``; what is indented under it (content
+    tabs with the configuration samples) is Markdown, not text to drop."""
+    section = next(s for s in read("setup/setting-up-the-footer.md").sections if s.anchor == "social-links")
+    text = "\n".join(b.text for b in section.blocks)
+    assert "This property must be set to a relative or absolute URL" in text
+    assert not re.search(r"^:\s", text, re.M)  # the marker is syntax, not text
+    assert re.search(r"Mastodon:\n```yaml\nextra:\n  social:\n    - icon: fontawesome/brands/mastodon", text)
+    assert "link: mailto:<email-address>" in text
+    page = read("x.md", "# T\n\n`term`\n:   First paragraph.\n\n    Second paragraph.\n\nAfter.\n")
+    assert [b.text for b in page.sections[-1].blocks] == ["`term`", "First paragraph.", "Second paragraph.", "After."]
+
+
 def test_code_annotation_list_stays_in_the_chunk_of_its_code():
     page = read("getting-started.md")
     for chunk in chunk_page(page):
