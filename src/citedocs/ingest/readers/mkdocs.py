@@ -135,11 +135,17 @@ def _pymdown_block_rule(state: StateBlock, start_line: int, end_line: int, silen
 
 def _definition_rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
     """``:   definition`` (Python-Markdown ``def_list``): the text after the marker and the lines
-    indented under it are Markdown, parsed as blocks one indent level in."""
+    indented under it are Markdown, parsed as blocks one indent level in. The term (the paragraph
+    just above, blank lines between allowed) stays a block of its own, kept in the chunk of the
+    definition's first block."""
     if state.sCount[start_line] - state.blkIndent >= 4 or not _DEFINITION.match(_line_text(state, start_line)):
         return False
     if silent:
         return True
+    term = _term_before(state, start_line)
+    if term is not None:
+        term.meta = {**(term.meta or {}), "keep_with_next": True}
+    first_token = len(state.tokens)
     marker_end = state.bMarks[start_line] + state.tShift[start_line] + 1
     content = marker_end
     while content < state.eMarks[start_line] and state.src[content] in " \t":
@@ -152,8 +158,25 @@ def _definition_rule(state: StateBlock, start_line: int, end_line: int, silent: 
     state.blkIndent, state.lineMax, state.parentType = indent, end, "container"
     state.md.block.tokenize(state, start_line, end)
     state.tShift[start_line], state.sCount[start_line], state.blkIndent, state.lineMax, state.parentType = old
+    for token in state.tokens[first_token:]:
+        if token.type == "paragraph_open":  # a paragraph of this definition is no later one's term
+            token.meta = {**(token.meta or {}), "definition": True}
     state.line = end
     return True
+
+
+def _term_before(state: StateBlock, start_line: int) -> Token | None:
+    """The ``paragraph_open`` of the term: a paragraph ending just above the marker (only blank
+    lines between) that is not itself part of a definition (``: a`` then ``: b`` share one term)."""
+    tokens = state.tokens
+    if len(tokens) < 3 or tokens[-1].type != "paragraph_close" or tokens[-3].type != "paragraph_open":
+        return None
+    opening = tokens[-3]
+    if opening.level != state.level or (opening.meta or {}).get("definition") or not opening.map:
+        return None
+    if not all(state.isEmpty(line) for line in range(opening.map[1], start_line)):
+        return None  # e.g. a dropped comment between: that was the term, not this paragraph
+    return opening
 
 
 def _comment_rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
