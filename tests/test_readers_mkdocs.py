@@ -3,6 +3,7 @@ PyMdown syntax understood rather than leaked into the text. Parsing only (no mod
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 from citedocs.ingest.chunker import chunk_page
 from citedocs.ingest.readers import SourceFile
-from citedocs.ingest.readers.mkdocs import MKDOCS
+from citedocs.ingest.readers.mkdocs import MKDOCS, build_parser
 
 ROOT = Path(__file__).resolve().parents[1] / "../shared/corpora/mkdocs-material-docs/docs"
 SITE = "https://squidfunk.github.io/mkdocs-material/"
@@ -84,7 +85,7 @@ def test_every_dev_set_anchor_exists_in_the_corpus():
 
 
 def test_no_attribute_list_or_block_marker_leaks_into_headings_or_text(corpus_pages):
-    leaks = re.compile(r"\{ ?[#:.]|^\s*(!!!|\?\?\?|///|===)|--8<--", re.M)
+    leaks = re.compile(r"\{ ?[#:.]|^\s*(!!!|\?\?\?|///|===)|--8<--|^:[ \t]", re.M)  # ^: a definition marker
     for page in corpus_pages:
         for section in page.sections:
             for heading in section.heading_path:
@@ -108,6 +109,75 @@ def test_content_tab_label_stays_with_its_body():
     section = next(s for s in read("getting-started.md").sections if s.anchor == "with-pip")
     text = "\n".join(b.text for b in section.blocks)
     assert re.search(r'9\.x:\n```sh\npip install mkdocs-material=="9\.\*"', text)
+
+
+def test_definition_list_body_keeps_its_tabs_code_and_later_paragraphs():
+    """Material documents each option as ``:   definition``; what is indented under it (content
+    tabs with the configuration samples) is Markdown, not text to drop."""
+    section = next(s for s in read("setup/setting-up-the-footer.md").sections if s.anchor == "social-links")
+    text = "\n".join(b.text for b in section.blocks)
+    assert "This property must be set to a relative or absolute URL" in text
+    assert not re.search(r"^:\s", text, re.M)  # the marker is syntax, not text
+    assert re.search(r"Mastodon:\n```yaml\nextra:\n  social:\n    - icon: fontawesome/brands/mastodon", text)
+    assert "link: mailto:<email-address>" in text
+    page = read("x.md", "# T\n\n`term`\n:   First paragraph.\n\n    Second paragraph.\n\nAfter.\n")
+    assert [b.text for b in page.sections[-1].blocks] == ["`term`", "First paragraph.", "Second paragraph.", "After."]
+
+
+def test_definition_term_stays_with_its_definition_and_nested_blocks_are_markdown():
+    text = (
+        "# T\n\nLead-in paragraph.\n\n`theme.palette`\n\n:   One fact about the term.\n\n"
+        "    !!! warning \"Careful\"\n\n        Warning body.\n\n    === \"YAML\"\n\n"
+        "        ``` yaml\n        theme:\n          palette: x\n        ```\n\n"
+        "    Indented eight is code:\n\n            literal()\n\n:   A second definition.\n"
+    )
+    blocks = read("x.md", text).sections[-1].blocks
+    assert [b.text for b in blocks] == [
+        "Lead-in paragraph.",
+        "`theme.palette`",
+        "One fact about the term.",
+        "Careful:\n> Warning body.",
+        "YAML:\n```yaml\ntheme:\n  palette: x\n```",
+        "Indented eight is code:",  # an indented code block is not text, as at the top level
+        "A second definition.",
+    ]
+    # the term is never the last block of a chunk; a later definition's paragraph is no term
+    assert [b.splittable_after for b in blocks[:3]] == [True, False, True]
+    assert blocks[-2].splittable_after
+
+
+def test_real_definition_tab_and_code_reach_a_chunk_and_anchors_are_unchanged():
+    """``toc.slugify`` in the Material docs: under ``:   `` a content tab holds the YAML sample."""
+    rel = "setup/extensions/python-markdown.md"
+    source = (ROOT / rel).read_text(encoding="utf-8")
+    assert '    === "Unicode, case-sensitive"\n\n        ``` yaml' in source  # still the shape tested
+    page = read(rel)
+    hits = [c for c in chunk_page(page) if "Unicode, case-sensitive:\n```yaml" in c.text]
+    assert hits  # (a small last block may also open the next chunk)
+    for chunk in hits:
+        assert "```yaml\nmarkdown_extensions:\n  - toc:\n      slugify: !!python/object/apply:pymdownx.slugs.slugify {}\n```" in chunk.text
+        assert chunk.anchor == "table-of-contents" and chunk.url.endswith("/python-markdown/#table-of-contents")
+    assert not any(re.search(r"^:\s", c.text, re.M) for c in chunk_page(page))
+    # the same sections and anchors as the parser without the definition rule made
+    without = build_parser()
+    without.disable("definition")
+    before = dataclasses.replace(MKDOCS, parser=without).read(
+        SourceFile(rel_path=rel, text=source, root=ROOT, base_url=SITE)
+    )
+    assert [(s.heading_path, s.anchor) for s in page.sections] == [(s.heading_path, s.anchor) for s in before.sections]
+    assert anchors(rel)["Table of Contents"] == ["table-of-contents"]
+
+
+def test_definition_body_snippets_are_read_only_inside_the_docs_root(tmp_path):
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "inside.md").write_text("Inside text.\n")
+    (tmp_path / "secret.txt").write_text("TOP SECRET\n")
+    text = '# P\n\n`opt`\n\n:   Body.\n\n    --8<-- "inside.md"\n\n    --8<-- "../secret.txt"\n'
+    page = read("page.md", text, root=root)
+    body = [b.text for s in page.sections for b in s.blocks]
+    assert body == ["`opt`", "Body.", "Inside text."]
+    assert len(page.notes) == 1 and "outside the corpus" in page.notes[0]
 
 
 def test_code_annotation_list_stays_in_the_chunk_of_its_code():

@@ -9,6 +9,10 @@ Where the dialect departs from CommonMark, and what this reader does about it:
   ``{ data-toc-label="..." }``) sets the anchor and is removed from the heading text; inline
   attribute lists (``[Button](#){ .md-button }``) and emoji/icon shortcodes (``:material-check:``,
   which the site renders as images) are removed from all text;
+* definition lists (``def_list``: a term, then ``:   definition`` whose following lines are
+  indented) hold Markdown in the definition, which CommonMark would read as one paragraph followed
+  by indented code (and drop the content tabs, code samples and paragraphs the definition holds):
+  the definition is parsed one indent level in, its text kept after the term;
 * ``<!-- ... -->`` comments are dropped; a fenced block with code annotations (``# (1)!``) is kept
   in one chunk with the numbered list that explains it;
 * snippet lines (``--8<-- "file"``) and FastAPI-style include lines (``{* path *}``) are replaced by
@@ -36,6 +40,7 @@ from .markdown import MarkdownReader
 
 _ADMONITION = re.compile(r'^(!!!|\?\?\?\+?)[ ]*([\w-]+(?:[ ]+[\w-]+)*)?(?:[ ]+"(.*?)")?[ ]*$')
 _TAB = re.compile(r'^===[!+]{0,2}[ ]+"(.*?)"[ ]*$')
+_DEFINITION = re.compile(r"^:[ \t]+\S")
 _BLOCK_START = re.compile(r"^(/{3,})[ ]*([\w-]+)[ ]*(?:\|[ ]*(.*?))?[ ]*$")
 _HEADING_ATTRS = re.compile(r"[ ]+\{:?[ ]*([^}\n ][^}\n]*?)[ ]*\}[ ]*$")
 _INLINE_ATTRS = re.compile(r"\{:?[ ]*(?:[#.][\w-][^}\n]*|[\w-]+=[^}\n]*|[\w-]+(?:[ ]+[\w-]+)*[ ]*)\}")
@@ -128,6 +133,52 @@ def _pymdown_block_rule(state: StateBlock, start_line: int, end_line: int, silen
     return True
 
 
+def _definition_rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
+    """``:   definition`` (Python-Markdown ``def_list``): the text after the marker and the lines
+    indented under it are Markdown, parsed as blocks one indent level in. The term (the paragraph
+    just above, blank lines between allowed) stays a block of its own, kept in the chunk of the
+    definition's first block."""
+    if state.sCount[start_line] - state.blkIndent >= 4 or not _DEFINITION.match(_line_text(state, start_line)):
+        return False
+    if silent:
+        return True
+    term = _term_before(state, start_line)
+    if term is not None:
+        term.meta = {**(term.meta or {}), "keep_with_next": True}
+    first_token = len(state.tokens)
+    marker_end = state.bMarks[start_line] + state.tShift[start_line] + 1
+    content = marker_end
+    while content < state.eMarks[start_line] and state.src[content] in " \t":
+        content += 1
+    indent = state.blkIndent + 4
+    end = _indented_end(state, start_line, end_line, indent)
+    old = (state.tShift[start_line], state.sCount[start_line], state.blkIndent, state.lineMax, state.parentType)
+    state.tShift[start_line] = content - state.bMarks[start_line]
+    state.sCount[start_line] = indent
+    state.blkIndent, state.lineMax, state.parentType = indent, end, "container"
+    state.md.block.tokenize(state, start_line, end)
+    state.tShift[start_line], state.sCount[start_line], state.blkIndent, state.lineMax, state.parentType = old
+    for token in state.tokens[first_token:]:
+        if token.type == "paragraph_open":  # a paragraph of this definition is no later one's term
+            token.meta = {**(token.meta or {}), "definition": True}
+    state.line = end
+    return True
+
+
+def _term_before(state: StateBlock, start_line: int) -> Token | None:
+    """The ``paragraph_open`` of the term: a paragraph ending just above the marker (only blank
+    lines between) that is not itself part of a definition (``: a`` then ``: b`` share one term)."""
+    tokens = state.tokens
+    if len(tokens) < 3 or tokens[-1].type != "paragraph_close" or tokens[-3].type != "paragraph_open":
+        return None
+    opening = tokens[-3]
+    if opening.level != state.level or (opening.meta or {}).get("definition") or not opening.map:
+        return None
+    if not all(state.isEmpty(line) for line in range(opening.map[1], start_line)):
+        return None  # e.g. a dropped comment between: that was the term, not this paragraph
+    return opening
+
+
 def _comment_rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
     """A ``<!-- ... -->`` comment on lines of its own: not page text."""
     if state.sCount[start_line] - state.blkIndent >= 4 or not _line_text(state, start_line).startswith("<!--"):
@@ -203,6 +254,7 @@ def build_parser() -> MarkdownIt:
     md.block.ruler.before("fence", "admonition", _indented_rule(_ADMONITION, "admonition", _admonition_title), alt)
     md.block.ruler.before("fence", "content_tab", _indented_rule(_TAB, "tab", lambda m: m.group(1)), alt)
     md.block.ruler.before("fence", "pymdown_block", _pymdown_block_rule, alt)
+    md.block.ruler.before("fence", "definition", _definition_rule, alt)
     md.core.ruler.after("inline", "mkdocs_cleanup", _cleanup_rule)
     return md
 
@@ -276,7 +328,7 @@ MKDOCS = MarkdownReader(
     name="mkdocs",
     label="MkDocs Markdown",
     suffixes=(".md", ".markdown"),
-    version="1",
+    version="2",
     parser=build_parser(),
     split_heading_id=lambda heading: (heading, None),  # the attribute list is read by _cleanup_rule
     new_slugger=PythonMarkdownSlugger,
