@@ -232,9 +232,9 @@ def test_contractions_and_possessives_are_not_proper_names():
 
 
 def test_files_and_names_the_user_introduces_are_never_looked_up():
-    # the user's own data file, their own component name and their own folder: absent from any docs
+    # the user's own code, their own component name and their own folder: absent from any docs
     for question in (
-        "How do I make the dev server reload the environment when I edit settings.yaml?",
+        "Can I write `for key in keys if key := env.get(key)` before I pass `--mode`?",
         "I load a component called `mybanner` and the `--mode` flag is ignored. Why?",
         "Every page in my docs/api/ folder should load `.env.staging`. Which flag do I pass?",
     ):

@@ -11,8 +11,9 @@ Three general signals, none tuned per question:
 * a proper name (capitalised, not sentence-initial) that occurs nowhere in the corpus: the
   question is about a product or service the docs do not cover.
 
-What the user names as their own is never looked up: file names and paths, URLs, call arguments,
-and code introduced as theirs ("a component called `mybanner`", "my docs/api/ folder"). A contraction or possessive
+What the user names as their own is never looked up: quoted file names and paths, URLs, call
+arguments, code introduced as theirs ("a component called `mybanner`", "my docs/api/ folder") and
+quoted statements of their own code (`[y for x in data if y := f(x)]`). A contraction or possessive
 ("I'm", "IDE's") is not a proper name.
 """
 
@@ -36,7 +37,8 @@ _USER_NAMED = re.compile(r"\b(?:called|named|my)\s*$", re.IGNORECASE)
 _USER_OWN_TOKEN = re.compile(r"\b(my\s+)[\w.@~/-]*[/._:][\w.@~/:-]*", re.IGNORECASE)
 _API_NAME = re.compile(r"(?<![\w.$@])@?[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
 _CLITIC = re.compile(r"'(?:s|m|re|ve|ll|d|t)$", re.IGNORECASE)
-_FILE_NAME_TOKEN = re.compile(r"(?<![\w./-])[\w.@~-]*[\w-]\.(?:json|ya?ml|md|mdx|rst|ts|js|mjs|cjs|py|cfg|ini|astro|vue|css|html|txt|toml)\b")
+# words that make a quoted span a statement of the user's own code, not a name the docs should define
+_STATEMENT_WORDS = frozenset("for in if else as import from def return lambda await async with while class const let var function except try yield".split())
 
 
 class CorpusProbe(Protocol):
@@ -60,6 +62,8 @@ def _quoted_code_missing(question: str, probe: CorpusProbe) -> list[str]:
         span = (match.group(1) or match.group(2)).strip()
         if _URL.search(span) or _FILE_PATH.match(span) or _USER_NAMED.search(question[: match.start()]):
             continue
+        if len(_STATEMENT_WORDS & {w.rstrip("*:") for w in span.split()}) >= 2:
+            continue  # `[y for x in data if y := f(x)]`, `except* ValueError as e:`: their own code
         code = span if match.group(2) else _CALL_ARGUMENTS.sub("", span)
         parts = code_parts(code)
         if parts and not probe.has_sequence(parts):
@@ -90,7 +94,7 @@ def unsupported_question_terms(question: str, evidence: list[Chunk], probe: Corp
     question = _URL.sub(" ", question)
     missing: list[str] = _quoted_code_missing(question, probe)
     unquoted = re.sub(r"`[^`]*`|\"[^\"]*\"", " ", question)
-    unquoted = _FILE_NAME_TOKEN.sub(" ", _USER_OWN_TOKEN.sub(r"\1", unquoted))
+    unquoted = _USER_OWN_TOKEN.sub(r"\1", unquoted)
     chunk_terms = [content_terms(f"{c.title} {' '.join(c.heading_path)} {c.text}") for c in evidence]
     for term in sorted(specific_terms(unquoted)):
         parts = {p for p in term.split("_") if len(p) > 1}
