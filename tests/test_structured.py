@@ -10,6 +10,7 @@ import pytest
 
 from citedocs.generate.structured import (
     DEFAULT_REASON,
+    MAX_CITES,
     StructuredOutputError,
     StructuredReader,
     answer_schema,
@@ -29,6 +30,7 @@ def test_citations_can_only_be_the_retrieved_ids():
     assert _cite_enum(schema) == IDS  # deduplicated, in retrieval order
     cite = schema["properties"]["sentences"]["items"]["properties"]["cite"]
     assert cite["minItems"] == 1  # a sentence without a citation cannot be written
+    assert cite["maxItems"] == MAX_CITES  # nor one that repeats ids until max_tokens cuts the JSON
 
 
 def test_the_model_decides_answerable_first_then_the_reason_then_the_sentences():

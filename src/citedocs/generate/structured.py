@@ -28,6 +28,9 @@ from .prompt import NO_ANSWER
 FLAVOURS = ("llamacpp", "openai", "ollama", "off")
 SCHEMA_NAME = "cited_answer"
 MAX_SENTENCES = 5
+# A sentence cites at most this many chunks: the bound also ends a degenerate loop that repeats ids
+# until max_tokens cuts the JSON (seen with the local 1.5B model on vitepress-dev-005)
+MAX_CITES = 3
 # the decision, then (only when false) the reason: complete as soon as the reason's string or null closes
 _DECLINED = re.compile(r'^\s*\{\s*"answerable"\s*:\s*false\s*,\s*"not_answerable_because"\s*:\s*(?:null|"((?:[^"\\]|\\.)*)")')
 DEFAULT_REASON = "the model judged that the retrieved passages do not answer the question."
@@ -51,6 +54,7 @@ def answer_schema(chunk_ids: Sequence[str]) -> dict:
                 "type": "array",
                 "items": {"type": "string", "enum": list(dict.fromkeys(chunk_ids))},
                 "minItems": 1,
+                "maxItems": MAX_CITES,
                 "description": "ids of the chunks that support the sentence",
             },
         },
