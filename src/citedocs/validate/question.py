@@ -1,6 +1,6 @@
 """Refuse before generating when the question asks about things the docs never mention.
 
-Three general signals, none tuned per question:
+Four general signals, none tuned per question:
 * code the user quotes (a backticked span or a quoted value) whose tokens never appear in that
   order anywhere in the corpus: the user names a setting the docs do not have (call arguments,
   string values, file paths and URLs are the user's own and are not looked up);
@@ -110,5 +110,7 @@ def unsupported_question_terms(question: str, evidence: list[Chunk], probe: Corp
     for name in _proper_names(question):
         if not probe.mentions(name.lower()):
             missing.append(name)
-    named = {"_".join(code_parts(m)): m for m in reversed(missing)}  # one mention per term, first spelling
-    return list(dict.fromkeys(named["_".join(code_parts(m))] for m in missing))
+    first_spelling: dict[str, str] = {}  # one mention per term (`app.x` and `@app.x` are one)
+    for term in missing:
+        first_spelling.setdefault("_".join(code_parts(term)), term)
+    return list(first_spelling.values())
