@@ -68,15 +68,20 @@ def _indented_end(state: StateBlock, start_line: int, end_line: int, indent: int
     return last
 
 
+def _tokenize_nested(state: StateBlock, start: int, end: int, indent: int) -> None:
+    """Parse lines ``start``..``end`` as Markdown blocks ``indent`` columns in (a container's body)."""
+    old = (state.lineMax, state.blkIndent, state.parentType)
+    state.lineMax, state.blkIndent, state.parentType = end, indent, "container"
+    state.md.block.tokenize(state, start, end)
+    state.lineMax, state.blkIndent, state.parentType = old
+
+
 def _container(state: StateBlock, kind: str, title: str, body: tuple[int, int], indent: int, end: int) -> None:
     """Push ``container_<kind>`` tokens around the Markdown parsed from lines ``body``."""
     opening = state.push(f"container_{kind}_open", "div", 1)
     opening.meta = {"title": _clean_text(title).strip()}
     opening.map = [body[0] - 1, end]
-    old_max, old_indent, old_parent = state.lineMax, state.blkIndent, state.parentType
-    state.lineMax, state.blkIndent, state.parentType = body[1], indent, "container"
-    state.md.block.tokenize(state, body[0], body[1])
-    state.lineMax, state.blkIndent, state.parentType = old_max, old_indent, old_parent
+    _tokenize_nested(state, body[0], body[1], indent)
     state.push(f"container_{kind}_close", "div", -1)
     state.line = end
 
@@ -152,12 +157,11 @@ def _definition_rule(state: StateBlock, start_line: int, end_line: int, silent: 
         content += 1
     indent = state.blkIndent + 4
     end = _indented_end(state, start_line, end_line, indent)
-    old = (state.tShift[start_line], state.sCount[start_line], state.blkIndent, state.lineMax, state.parentType)
-    state.tShift[start_line] = content - state.bMarks[start_line]
-    state.sCount[start_line] = indent
-    state.blkIndent, state.lineMax, state.parentType = indent, end, "container"
-    state.md.block.tokenize(state, start_line, end)
-    state.tShift[start_line], state.sCount[start_line], state.blkIndent, state.lineMax, state.parentType = old
+    old = (state.tShift[start_line], state.sCount[start_line])
+    # the marker's line is parsed from its text on, as if indented like the lines under it
+    state.tShift[start_line], state.sCount[start_line] = content - state.bMarks[start_line], indent
+    _tokenize_nested(state, start_line, end, indent)
+    state.tShift[start_line], state.sCount[start_line] = old
     for token in state.tokens[first_token:]:
         if token.type == "paragraph_open":  # a paragraph of this definition is no later one's term
             token.meta = {**(token.meta or {}), "definition": True}
