@@ -19,7 +19,7 @@ from .ingest.admission import approve, default_report_path, remember_policy, res
 from .ingest.crawl import CrawlError, CrawlReport, CrawlSettings, crawl, crawl_scope
 from .ingest.detect import plan_ingest, remembered_format
 from .ingest.pipeline import IngestError, IngestReport, ProgressFn, find_documents, ingest_corpus
-from .ingest.readers import available_readers
+from .ingest.readers import available_readers, for_site
 from .retrieve.hybrid import HybridRetriever, RetrievalConfig, RetrievalResult
 from .retrieve.rerank import default_reranker
 from .ask import AskPipeline
@@ -207,7 +207,7 @@ class Services:
             progress,
             policy,
             tenant,
-            readers[plan.format],
+            for_site(readers[plan.format], plan.site),
             max_file_bytes=max_file_bytes,
         )
         report.plan = plan.describe()

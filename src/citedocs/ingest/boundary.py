@@ -44,6 +44,10 @@ def walk_docs(root: Path, suffixes: tuple[str, ...]) -> tuple[list[Path], list[O
 
     for folder, subfolders, names in os.walk(root, followlinks=False):
         here = Path(folder)
+        # hidden files and folders are not pages: MkDocs and VitePress skip them too (a
+        # snippet store such as ``.snippets/``, an editor's or a tool's state)
+        subfolders[:] = [name for name in subfolders if not name.startswith(".")]
+        names = [name for name in names if not name.startswith(".")]
         for name in subfolders:
             if (here / name).is_symlink():
                 leads_out(here / name)  # never walked: outside is refused, inside is reached directly

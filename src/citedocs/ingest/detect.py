@@ -11,6 +11,7 @@ decision carries the reason, so the CLI can say what it detected and why; ``--fo
 from __future__ import annotations
 
 import re
+import tomllib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,8 @@ from pathlib import Path
 import yaml
 
 from .pipeline import IngestError
+from .readers import SiteOptions
+from .slugs import toc_slugify
 
 FORMATS = ("mdx", "mkdocs", "vitepress", "rst", "html")
 _JS_SUFFIXES = (".js", ".ts", ".mjs", ".mts", ".cjs", ".cts")
@@ -36,30 +39,93 @@ class Detection:
     docs_dir: Path  # the folder whose files are the pages
     base_url: str | None  # from the generator's config, when it names one
     reason: str  # what was found, for the user
+    site: SiteOptions = SiteOptions()  # config settings that change URLs or anchors
+
+
+@dataclass(frozen=True)
+class _PythonRef:
+    """A ``!!python/name:x.y`` or ``!!python/object/apply:x.y {kwds: ...}`` value: named, never imported."""
+
+    name: str
+    kwds: dict
+
+
+def _python_ref(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> _PythonRef | None:
+    kind, _, name = suffix.partition(":")
+    if kind not in ("name", "object/apply"):
+        return None
+    value = loader.construct_mapping(node, deep=True) if isinstance(node, yaml.MappingNode) else {}
+    return _PythonRef(name, dict(value.get("kwds") or {}))
 
 
 class _PermissiveLoader(yaml.SafeLoader):
-    """mkdocs.yml uses tags such as ``!!python/name:...`` and ``!ENV``; their values are not needed."""
+    """mkdocs.yml uses tags such as ``!!python/name:...`` and ``!ENV``: a Python reference is kept by
+    name (a ``toc`` slugify setting changes every anchor), anything else is not needed."""
 
 
+_PermissiveLoader.add_multi_constructor("tag:yaml.org,2002:python/", _python_ref)
 _PermissiveLoader.add_multi_constructor("", lambda loader, suffix, node: None)
 
 
-def _mkdocs(config: Path) -> Detection:
+def _toc_settings(extensions: object) -> dict:
+    """The options of the ``toc`` entry in ``markdown_extensions`` (a list of names or one-key maps)."""
+    entries = extensions if isinstance(extensions, list) else [extensions] if isinstance(extensions, dict) else []
+    for entry in entries:
+        if isinstance(entry, dict):
+            for name, options in entry.items():
+                if name in ("toc", "markdown.extensions.toc") and isinstance(options, dict):
+                    return options
+    return {}
+
+
+def _mkdocs_site(data: dict) -> tuple[SiteOptions, list[str]]:
+    """The URL layout and slug rule an MkDocs (or Zensical) config sets, and what to tell the user."""
+    toc = _toc_settings(data.get("markdown_extensions"))
+    slugify, notes = toc.get("slugify"), []
+    if isinstance(slugify, dict) and "object" in slugify:  # zensical.toml: {object = "...", kwds = {...}}
+        slugify = _PythonRef(str(slugify["object"]), dict(slugify.get("kwds") or {}))
+    name, options = (slugify.name, slugify.kwds) if isinstance(slugify, _PythonRef) else ("", {})
+    separator = str(toc.get("separator") or "-")
     try:
-        data = yaml.load(config.read_text(encoding="utf-8"), Loader=_PermissiveLoader)  # noqa: S506 (safe loader subclass)
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        toc_slugify(name, options, separator)
+    except ValueError:
+        notes.append(f"toc slugify {name} is not known to citedocs; anchors use Python-Markdown's default")
+        name, options = "", {}
+    if name:
+        notes.append(f"toc slugify {name}{' ' + str(options) if options else ''}")
+    directory_urls = data.get("use_directory_urls") is not False
+    if not directory_urls:
+        notes.append("use_directory_urls: false (page.html URLs)")
+    site = SiteOptions(directory_urls, name, tuple(sorted(options.items())), separator)
+    return site, notes
+
+
+def _read_config(config: Path) -> object:
+    text = config.read_text(encoding="utf-8")
+    if config.suffix == ".toml":
+        return tomllib.loads(text).get("project", {})
+    return yaml.load(text, Loader=_PermissiveLoader)  # noqa: S506 (safe loader subclass)
+
+
+def _mkdocs(config: Path) -> Detection:
+    """``mkdocs.yml``, or Zensical's ``zensical.yml``/``zensical.toml`` (Material's successor, which reads
+    the same settings and Markdown dialect)."""
+    try:
+        data = _read_config(config)
+    except (yaml.YAMLError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
+        kind = "TOML" if config.suffix == ".toml" else "YAML"
         raise DetectionError(
-            f"{config} is not valid YAML{where}: {getattr(exc, 'problem', exc)}. Fix it, or pass --format and --base-url."
+            f"{config} is not valid {kind}{where}: {getattr(exc, 'problem', exc)}. Fix it, or pass --format and --base-url."
         ) from exc
     if not isinstance(data, dict):
         raise DetectionError(f"{config} is not a key: value mapping. Fix it, or pass --format and --base-url.")
     docs_dir = config.parent / str(data.get("docs_dir") or "docs")
     site_url = data.get("site_url")
-    url_note = f"site_url {site_url}" if site_url else "no site_url"
-    return Detection("mkdocs", docs_dir, str(site_url) if site_url else None, f"{config.name} ({url_note}, docs_dir {docs_dir.name})")
+    site, notes = _mkdocs_site(data)
+    details = ", ".join([f"site_url {site_url}" if site_url else "no site_url", f"docs_dir {data.get('docs_dir') or 'docs'}", *notes])
+    return Detection("mkdocs", docs_dir, str(site_url) if site_url else None, f"{config.name} ({details})", site)
 
 
 def _config_value(config: Path, key: str) -> str | None:
@@ -75,7 +141,7 @@ def _first(folder: Path, stem: str) -> Path | None:
 def _generators(folder: Path) -> list[Detection]:
     """Every generator whose config sits in ``folder``."""
     found: list[Detection] = []
-    for name in ("mkdocs.yml", "mkdocs.yaml"):
+    for name in ("mkdocs.yml", "mkdocs.yaml", "zensical.toml", "zensical.yml", "zensical.yaml"):
         if (folder / name).is_file():
             found.append(_mkdocs(folder / name))
             break
@@ -94,7 +160,9 @@ def _generators(folder: Path) -> list[Detection]:
     if config:
         docs = folder / "src" / "content" / "docs"
         found.append(Detection("mdx", docs if docs.is_dir() else folder, _config_value(config, "site"), f"{config.name} (Astro)"))
-    for conf in (folder / "conf.py", folder / "docs" / "conf.py", folder / "source" / "conf.py"):
+    # sphinx-quickstart's layouts: conf.py in the docs folder, or in its source/ beside build/
+    sphinx_dirs = ("", "docs", "doc", "source", "docs/source", "doc/source")
+    for conf in (folder / d / "conf.py" for d in sphinx_dirs):
         if conf.is_file():
             match = re.search(r"""^html_baseurl\s*=\s*['"]([^'"]+)['"]""", conf.read_text(errors="replace"), re.M)
             found.append(Detection("rst", conf.parent, match.group(1) if match else None, f"{conf.relative_to(folder)} (Sphinx)"))
@@ -157,7 +225,7 @@ def detect(path: Path) -> Detection:
         )
     if found:
         detection = found[0]
-        return Detection(detection.format, detection.docs_dir, detection.base_url, f"found {detection.reason}")
+        return Detection(detection.format, detection.docs_dir, detection.base_url, f"found {detection.reason}", detection.site)
     sniffed = _sniff(path)
     return sniffed or Detection("mdx", path, None, "no docs files found")
 
@@ -170,6 +238,7 @@ class IngestPlan:
     docs_dir: Path
     base_url: str
     reasons: tuple[str, ...]
+    site: SiteOptions = SiteOptions()  # the generator config's URL and anchor settings
 
     def describe(self) -> str:
         return f"format {self.format}, base URL {self.base_url}, docs {self.docs_dir} ({'; '.join(self.reasons)})"
@@ -198,6 +267,7 @@ def plan_ingest(
         if not (format or remembered):
             raise
         detection = None  # ambiguous, but the flag or the corpus's memory settles it
+    format_given = format is not None
     if format:
         reasons.append(f"format {format} from --format")
     elif remembered:
@@ -209,6 +279,9 @@ def plan_ingest(
         reasons.append(f"format {format} detected: {detection.reason}")
     same = detection is not None and detection.format == format
     docs_dir = detection.docs_dir if detection and same else path
+    site = detection.site if detection and same else SiteOptions()
+    if site != SiteOptions() and (format_given or remembered):  # the detection reason was not printed
+        reasons.append(f"URL and anchor settings from {detection.reason}")
     if base_url:
         reasons.append("base URL from --base-url")
     elif remembered:
@@ -220,4 +293,4 @@ def plan_ingest(
     else:
         base_url = default_base_url
         reasons.append(f"no base URL found; using the default {default_base_url} (pass --base-url)")
-    return IngestPlan(format, docs_dir, base_url, tuple(reasons))
+    return IngestPlan(format, docs_dir, base_url, tuple(reasons), site)

@@ -70,3 +70,10 @@ def directory_url(base_url: str, doc_path: str) -> str:
     path = page_path(doc_path)
     base = base_url if base_url.endswith("/") else base_url + "/"
     return base if path == "index" else f"{base}{path}/"
+
+
+def file_url(base_url: str, doc_path: str) -> str:
+    """URL of a page on a site that serves each page as an ``.html`` file (``.../page.html``)."""
+    path = PurePosixPath(quote(doc_path, safe="/-._~")).with_suffix(".html")
+    base = base_url if base_url.endswith("/") else base_url + "/"
+    return f"{base}{path}"

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import partial
+from typing import Callable
+from urllib.parse import quote
 
 _EXPLICIT_ID = re.compile(r"\s*\{#([\w-]+)\}\s*$")
 
@@ -45,12 +48,44 @@ class Slugger:
         return slug
 
 
-def python_markdown_slug(text: str) -> str:
-    """Python-Markdown's ``toc`` slugify: NFKD to ASCII, drop all but word characters, spaces and
-    ``-``, lowercase, runs of spaces and ``-`` to one ``-`` (MkDocs sites)."""
-    value = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+def python_markdown_slug(text: str, separator: str = "-", unicode: bool = False) -> str:
+    """Python-Markdown's ``toc`` slugify (MkDocs' default): NFKD to ASCII (unless ``unicode``, its
+    ``slugify_unicode``), drop all but word characters, spaces and ``-``, lowercase, runs of spaces
+    and the separator to one separator."""
+    value = text if unicode else unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
     value = re.sub(r"[^\w\s-]", "", value).strip().lower()
-    return re.sub(r"[-\s]+", "-", value)
+    return re.sub(rf"[{re.escape(separator)}\s]+", separator, value)
+
+
+def pymdownx_slug(
+    text: str, separator: str = "-", case: str = "none", percent_encode: bool = False, normalize: str = "NFC"
+) -> str:
+    """PyMdown Extensions' ``pymdownx.slugs.slugify`` (a common ``toc.slugify`` on Material sites):
+    Unicode kept, tags dropped, case as configured, every single space to the separator (runs are
+    not collapsed: ``A & B`` -> ``a--b``), optionally percent-encoded."""
+    value = re.sub(r"</?[^>]*>", "", unicodedata.normalize(normalize, text)).strip()
+    if case == "lower":
+        value = value.lower()
+    elif case == "lower-ascii":
+        value = re.sub(r"[A-Z]", lambda m: m.group(0).lower(), value)
+    elif case == "fold":
+        value = value.casefold()
+    value = re.sub(r"[^\w\- ]", "", value).replace(" ", separator)
+    return quote(value.encode("utf-8")) if percent_encode else value
+
+
+def toc_slugify(name: str, options: dict, separator: str = "-") -> Callable[[str], str]:
+    """The slug function a MkDocs config names for ``toc`` (``markdown_extensions: - toc: slugify:``).
+
+    Raises ``ValueError`` for a function this module does not know, so the caller can say so."""
+    if name in ("", "markdown.extensions.toc.slugify"):
+        return partial(python_markdown_slug, separator=separator)
+    if name == "markdown.extensions.toc.slugify_unicode":
+        return partial(python_markdown_slug, separator=separator, unicode=True)
+    if name == "pymdownx.slugs.slugify":
+        known = {k: options[k] for k in ("case", "percent_encode", "normalize") if k in options}
+        return partial(pymdownx_slug, separator=separator, **known)
+    raise ValueError(f"unknown toc slugify {name!r}")
 
 
 class PythonMarkdownSlugger:
@@ -60,13 +95,14 @@ class PythonMarkdownSlugger:
 
     _COUNTED = re.compile(r"^(.*)_([0-9]+)$")
 
-    def __init__(self, explicit_ids: list[str]) -> None:
+    def __init__(self, explicit_ids: list[str], slugify: Callable[[str], str] = python_markdown_slug) -> None:
         self._used = set(explicit_ids)
+        self._slugify = slugify
 
     def slug(self, heading_text: str, explicit: str | None = None) -> str:
         if explicit:
             return explicit
-        slug = python_markdown_slug(heading_text)
+        slug = self._slugify(heading_text)
         while slug in self._used or not slug:
             counted = self._COUNTED.match(slug)
             slug = f"{counted.group(1)}_{int(counted.group(2)) + 1}" if counted else f"{slug}_1"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -15,6 +16,23 @@ class SourceFile:
     text: str
     root: Path  # the corpus root: includes and snippets may be read only from inside it
     base_url: str
+
+
+@dataclass(frozen=True)
+class SiteOptions:
+    """Settings in a site generator's config that change a page's URL or its anchors.
+
+    The defaults are the generator's own, so a site without such settings reads exactly as before.
+    Today only MkDocs has them (``use_directory_urls`` and ``toc``'s ``slugify`` and ``separator``)."""
+
+    directory_urls: bool = True  # MkDocs ``use_directory_urls``: ``page/`` rather than ``page.html``
+    toc_slugify: str = ""  # dotted name of ``toc``'s slug function; "" is Python-Markdown's own
+    toc_slugify_options: tuple[tuple[str, object], ...] = ()  # its keyword arguments (``case: lower``)
+    toc_separator: str = "-"
+
+    def fingerprint(self) -> str:
+        """Short and stable; part of the reader's version, so changing a setting rebuilds the index."""
+        return hashlib.sha256(repr(self).encode()).hexdigest()[:8]
 
 
 class Reader(Protocol):
@@ -34,6 +52,12 @@ def available_readers() -> dict[str, Reader]:
     from .vitepress import VITEPRESS
 
     return {reader.name: reader for reader in (MDX, MKDOCS, VITEPRESS, RST, HTML)}
+
+
+def for_site(reader: Reader, site: SiteOptions) -> Reader:
+    """``reader`` with the site's settings applied; a reader whose dialect has none is returned as it is."""
+    configure = getattr(reader, "for_site", None)
+    return configure(site) if configure is not None and site != SiteOptions() else reader
 
 
 def reader_named(name: str) -> Reader:

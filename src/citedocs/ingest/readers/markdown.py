@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 import yaml
@@ -18,7 +18,7 @@ from markdown_it.token import Token
 
 from ..document import Block, DocumentError, ParsedPage, Section, page_path
 from ..slugs import Slugger
-from . import SourceFile
+from . import SiteOptions, SourceFile
 from .jsx import JsxTag, parse_jsx_tag
 
 _ASIDE_COMPONENTS = {"aside", "callout", "admonition"}
@@ -282,6 +282,13 @@ class MarkdownReader:
     # resolves includes before parsing: source -> (text, notes on what could not be resolved)
     preprocess: Callable[[SourceFile], tuple[str, tuple[str, ...]]] = lambda source: (source.text, ())
     frontmatter_text: Callable[[dict], list[str]] = lambda meta: []  # page text held in frontmatter
+    # the fields a site's config changes (slugger, URL rule); None: the dialect has no such settings
+    site_fields: Callable[[SiteOptions], dict] | None = None
+
+    def for_site(self, site: SiteOptions) -> MarkdownReader:
+        if self.site_fields is None:
+            return self
+        return replace(self, version=f"{self.version}.{site.fingerprint()}", **self.site_fields(site))
 
     def read(self, source: SourceFile) -> ParsedPage:
         text, notes = self.preprocess(source)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from functools import partial
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_block import StateBlock
@@ -32,9 +33,9 @@ from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 from mdit_py_plugins.front_matter import front_matter_plugin
 
-from ..document import directory_url
-from ..slugs import PythonMarkdownSlugger
-from . import SourceFile
+from ..document import directory_url, file_url
+from ..slugs import PythonMarkdownSlugger, toc_slugify
+from . import SiteOptions, SourceFile
 from .includes import IncludeRefused, fence_language, page_dir, read_inside_root
 from .markdown import MarkdownReader
 
@@ -259,7 +260,8 @@ def build_parser() -> MarkdownIt:
     md.block.ruler.before("fence", "content_tab", _indented_rule(_TAB, "tab", lambda m: m.group(1)), alt)
     md.block.ruler.before("fence", "pymdown_block", _pymdown_block_rule, alt)
     md.block.ruler.before("fence", "definition", _definition_rule, alt)
-    md.core.ruler.after("inline", "mkdocs_cleanup", _cleanup_rule)
+    # after text_join: a backslash (``{: #\\6.0}``) is its own token until then, hiding the attribute list
+    md.core.ruler.after("text_join", "mkdocs_cleanup", _cleanup_rule)
     return md
 
 
@@ -328,15 +330,35 @@ def preprocess(source: SourceFile) -> tuple[str, tuple[str, ...]]:
     return _expand(source, source.text, notes), tuple(notes)
 
 
+_README = re.compile(r"(^|/)README(\.[^/.]+)$")
+
+
+def page_url(base_url: str, doc_path: str, directory_urls: bool = True) -> str:
+    """MkDocs' URL for a page: ``README.md`` serves as its folder's index, as MkDocs does; the
+    layout is ``page/`` unless the config sets ``use_directory_urls: false`` (``page.html``)."""
+    doc_path = _README.sub(r"\1index\2", doc_path)
+    return directory_url(base_url, doc_path) if directory_urls else file_url(base_url, doc_path)
+
+
+def _site_fields(site: SiteOptions) -> dict:
+    """The slug function and URL layout a site's ``mkdocs.yml`` configures."""
+    slugify = toc_slugify(site.toc_slugify, dict(site.toc_slugify_options), site.toc_separator)
+    return {
+        "new_slugger": partial(PythonMarkdownSlugger, slugify=slugify),
+        "page_url": lambda base_url, doc_path, _meta: page_url(base_url, doc_path, site.directory_urls),
+    }
+
+
 MKDOCS = MarkdownReader(
     name="mkdocs",
     label="MkDocs Markdown",
     suffixes=(".md", ".markdown"),
-    version="2",
+    version="3",
     parser=build_parser(),
     split_heading_id=lambda heading: (heading, None),  # the attribute list is read by _cleanup_rule
     new_slugger=PythonMarkdownSlugger,
-    page_url=lambda base_url, doc_path, _meta: directory_url(base_url, doc_path),
+    page_url=lambda base_url, doc_path, _meta: page_url(base_url, doc_path),
     preprocess=preprocess,
+    site_fields=_site_fields,
 )
 """MkDocs / Python-Markdown + PyMdown (Material for MkDocs, FastAPI, ...)."""

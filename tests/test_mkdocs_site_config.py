@@ -1,0 +1,151 @@
+"""An MkDocs site's own config decides its anchors and URLs: ``toc``'s slugify and separator,
+``use_directory_urls``, README pages, and hidden snippet folders. Modelled on real sites (the PyMdown
+Extensions docs configure ``pymdownx.slugs.slugify`` and keep snippets in ``.snippets/``); the
+expected ids are what Python-Markdown and PyMdown's documented slug functions produce."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from citedocs.ingest.boundary import walk_docs
+from citedocs.ingest.detect import detect, plan_ingest
+from citedocs.ingest.readers import SiteOptions, SourceFile, for_site
+from citedocs.ingest.readers.mkdocs import MKDOCS
+from citedocs.ingest.slugs import pymdownx_slug, python_markdown_slug, toc_slugify
+
+SITE = "https://docs.example.com/"
+PYMDOWNX_LOWER = SiteOptions(toc_slugify="pymdownx.slugs.slugify", toc_slugify_options=(("case", "lower"),))
+
+
+def read(text: str, rel: str = "guide.md", site: SiteOptions = SiteOptions(), root: Path = Path("/nonexistent")):
+    return for_site(MKDOCS, site).read(SourceFile(rel_path=rel, text=text, root=root, base_url=SITE))
+
+
+def anchors(page) -> list[str]:
+    return [section.anchor for section in page.sections[1:]]
+
+
+@pytest.mark.parametrize(
+    ("heading", "default", "pymdownx_lower"),
+    [
+        ("Contributing & Support", "contributing-support", "contributing--support"),
+        ("Gone & Deprecated", "gone-deprecated", "gone--deprecated"),
+        ("Übersicht der Optionen", "ubersicht-der-optionen", "übersicht-der-optionen"),
+        ("`toc.slugify` option", "tocslugify-option", "tocslugify-option"),
+    ],
+)
+def test_configured_slugify_sets_the_anchor(heading, default, pymdownx_lower):
+    text = f"# Page\n\n## {heading}\n\nBody.\n"
+    assert anchors(read(text)) == ["page", default]
+    assert anchors(read(text, site=PYMDOWNX_LOWER)) == ["page", pymdownx_lower]
+
+
+def test_pymdownx_slug_options_follow_its_documentation():
+    assert pymdownx_slug("Foo Bar") == "Foo-Bar"  # case "none" keeps the case
+    assert pymdownx_slug("Straße", case="fold") == "strasse"
+    assert pymdownx_slug("ÉTÉ Test", case="lower-ascii") == "ÉtÉ-test"
+    assert pymdownx_slug("été", case="lower", percent_encode=True) == "%C3%A9t%C3%A9"
+    assert pymdownx_slug("a <b>b</b>", case="lower") == "a-b"
+
+
+def test_python_markdown_separator_and_unicode_variants():
+    assert python_markdown_slug("Some  Title - Here", separator="_") == "some_title_-_here"
+    assert toc_slugify("markdown.extensions.toc.slugify_unicode", {}, "-")("Übersicht") == "übersicht"
+    with pytest.raises(ValueError):
+        toc_slugify("my_site.slugs.custom", {}, "-")
+
+
+def test_repeated_headings_still_get_python_markdown_suffixes_with_a_configured_slugify():
+    page = read("# P\n\n## A & B\n\n## A & B\n\nx\n", site=PYMDOWNX_LOWER)
+    assert anchors(page) == ["p", "a--b", "a--b_1"]
+
+
+def test_attribute_list_with_an_escaped_id_is_the_anchor_and_leaves_the_title():
+    page = read("# 6.0 Migration Notes {: #\\6.0}\n\n## Overview\n\nText.\n")
+    assert page.title == "6.0 Migration Notes"
+    assert [(s.heading_path, s.anchor) for s in page.sections[1:]] == [
+        (("6.0 Migration Notes",), "6.0"),
+        (("6.0 Migration Notes", "Overview"), "overview"),
+    ]
+
+
+def test_readme_is_its_folders_index_and_file_urls_follow_use_directory_urls():
+    assert read("# R\n\nx\n", rel="guide/README.md").url == f"{SITE}guide/"
+    assert read("# R\n\nx\n", rel="README.md").url == SITE
+    flat = SiteOptions(directory_urls=False)
+    assert read("# R\n\nx\n", rel="guide/setup.md", site=flat).url == f"{SITE}guide/setup.html"
+    assert read("# R\n\nx\n", rel="guide/index.md", site=flat).url == f"{SITE}guide/index.html"
+
+
+def test_hidden_snippet_folders_are_not_pages(tmp_path):
+    (tmp_path / ".snippets").mkdir()
+    (tmp_path / ".snippets" / "links.md").write_text("[ref]: https://example.com\n")
+    (tmp_path / ".draft.md").write_text("# Draft\n")
+    (tmp_path / "index.md").write_text("# Home\n")
+    files, _ = walk_docs(tmp_path, (".md",))
+    assert [f.relative_to(tmp_path).as_posix() for f in files] == ["index.md"]
+
+
+MKDOCS_YML = """\
+site_name: Demo
+site_url: https://demo.example.org/
+docs_dir: docs/src/markdown
+use_directory_urls: false
+markdown_extensions:
+  - attr_list
+  - toc:
+      slugify: !!python/object/apply:pymdownx.slugs.slugify {kwds: {case: lower}}
+      permalink: ""
+  - pymdownx.emoji:
+      emoji_index: !!python/name:material.extensions.emoji.twemoji
+"""
+
+
+@pytest.mark.parametrize("config_name", ["mkdocs.yml", "zensical.yml"])
+def test_generator_config_settings_reach_the_reader(tmp_path, config_name):
+    (tmp_path / config_name).write_text(MKDOCS_YML)
+    docs = tmp_path / "docs" / "src" / "markdown"
+    docs.mkdir(parents=True)
+    (docs / "index.md").write_text("# Home\n\n## Tips & Tricks\n\nx\n")
+    detection = detect(tmp_path)
+    assert (detection.format, detection.docs_dir, detection.base_url) == ("mkdocs", docs, "https://demo.example.org/")
+    assert "pymdownx.slugs.slugify" in detection.reason and "use_directory_urls: false" in detection.reason
+    plan = plan_ingest(tmp_path, "mkdocs", None, None, SITE)  # a --format flag keeps the config's settings
+    assert plan.site == SiteOptions(False, "pymdownx.slugs.slugify", (("case", "lower"),), "-")
+    page = read((docs / "index.md").read_text(), rel="index.md", site=plan.site)
+    assert (page.url, anchors(page)) == (f"{SITE}index.html", ["home", "tips--tricks"])
+    assert for_site(MKDOCS, plan.site).version != MKDOCS.version  # a changed setting rebuilds the index
+
+
+def test_zensical_toml_is_read(tmp_path):
+    (tmp_path / "zensical.toml").write_text(
+        '[project]\nsite_url = "https://z.example.org/"\n\n'
+        '[project.markdown_extensions.toc]\nslugify = {object = "pymdownx.slugs.slugify", kwds = {case = "lower"}}\n'
+    )
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# Home\n")
+    detection = detect(tmp_path)
+    assert (detection.format, detection.base_url, detection.site.toc_slugify) == (
+        "mkdocs", "https://z.example.org/", "pymdownx.slugs.slugify"
+    )
+
+
+def test_unknown_slugify_falls_back_to_the_default_and_says_so(tmp_path):
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: X\nmarkdown_extensions:\n  - toc:\n      slugify: !!python/name:my_site.slugs.custom\n"
+    )
+    (tmp_path / "docs").mkdir()
+    detection = detect(tmp_path)
+    assert detection.site == SiteOptions()
+    assert "my_site.slugs.custom is not known" in detection.reason
+
+
+@pytest.mark.parametrize("layout", ["doc", "docs/source", "doc/source"])
+def test_sphinx_quickstart_layouts_are_recognised(tmp_path, layout):
+    (tmp_path / layout).mkdir(parents=True)
+    (tmp_path / layout / "conf.py").write_text("project = 'x'\nhtml_baseurl = 'https://x.example.org/'\n")
+    (tmp_path / layout / "index.rst").write_text("Title\n=====\n")
+    detection = detect(tmp_path)
+    assert (detection.format, detection.docs_dir, detection.base_url) == ("rst", tmp_path / layout, "https://x.example.org/")
