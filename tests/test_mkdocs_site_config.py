@@ -149,3 +149,8 @@ def test_sphinx_quickstart_layouts_are_recognised(tmp_path, layout):
     (tmp_path / layout / "index.rst").write_text("Title\n=====\n")
     detection = detect(tmp_path)
     assert (detection.format, detection.docs_dir, detection.base_url) == ("rst", tmp_path / layout, "https://x.example.org/")
+
+
+def test_inline_hilite_language_prefix_is_not_text():
+    page = read("# T\n\nUse `#!python print(1)` or `#!css .a {}`; `#!` alone and `x #!y` stay.\n")
+    assert page.sections[1].blocks[0].text == "Use `print(1)` or `.a {}`; `#!` alone and `x #!y` stay."

@@ -13,13 +13,14 @@ Where the dialect departs from CommonMark, and what this reader does about it:
   indented) hold Markdown in the definition, which CommonMark would read as one paragraph followed
   by indented code (and drop the content tabs, code samples and paragraphs the definition holds):
   the definition is parsed one indent level in, its text kept after the term;
-* ``<!-- ... -->`` comments are dropped; a fenced block with code annotations (``# (1)!``) is kept
-  in one chunk with the numbered list that explains it;
+* ``<!-- ... -->`` comments are dropped, and so is InlineHilite's language prefix in inline code
+  (`` `#!python x` ``); a fenced block with code annotations (``# (1)!``) is kept in one chunk
+  with the numbered list that explains it;
 * snippet lines (``--8<-- "file"``) and FastAPI-style include lines (``{* path *}``) are replaced by
   the file when it lies inside the corpus, otherwise dropped and noted.
-Anchors follow Python-Markdown's ``toc`` (see ``slugs.PythonMarkdownSlugger``); page URLs are
-MkDocs' directory URLs (``site_url`` + path without ``.md`` + ``/``).
-"""
+Anchors follow Python-Markdown's ``toc`` (see ``slugs.PythonMarkdownSlugger``) with the slug function
+the site's config names; page URLs are MkDocs' directory URLs (``site_url`` + path without ``.md`` +
+``/``) unless the config turns them off (``for_site``, fed by ``ingest.detect``)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ _HEADING_ATTRS = re.compile(r"[ ]+\{:?[ ]*([^}\n ][^}\n]*?)[ ]*\}[ ]*$")
 _INLINE_ATTRS = re.compile(r"\{:?[ ]*(?:[#.][\w-][^}\n]*|[\w-]+=[^}\n]*|[\w-]+(?:[ ]+[\w-]+)*[ ]*)\}")
 _SHORTCODE = re.compile(r"(?<![\w:/]):[a-z0-9][a-z0-9_+-]*:(?![\w:])[ ]?")
 _ANNOTATION = re.compile(r"\(\d+\)!?")
+_INLINE_HILITE = re.compile(r"^#!\w[\w+#.-]* ")  # InlineHilite's language prefix: `#!python print()`
 _SNIPPET = re.compile(r"""^([ \t]*)(;?)-+8<-+[ \t]+(["'])(.+?)\3[ \t]*$""")
 _SNIPPET_BLOCK = re.compile(r"^([ \t]*)(;?)-+8<-+[ \t]*$")
 _INCLUDE = re.compile(r"^([ \t]*)\{\*[ \t]+(\S+)(.*?)\*\}[ \t]*$")
@@ -245,6 +247,8 @@ def _cleanup_rule(state: StateCore) -> None:
             for child in token.children or []:
                 if child.type == "text":
                     child.content = _clean_text(child.content)
+                elif child.type == "code_inline":
+                    child.content = _INLINE_HILITE.sub("", child.content, count=1)
         elif token.type == "fence" and _ANNOTATION.search(token.content):
             following = tokens[n + 1] if n + 1 < len(tokens) else None
             if following is not None and following.type == "ordered_list_open":
