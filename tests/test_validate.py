@@ -227,7 +227,7 @@ def test_the_users_own_paths_and_values_are_not_looked_up():
 
 
 def test_contractions_and_possessives_are_not_proper_names():
-    question = "On my Mac I'm loading a .env file, but my IDE's terminal shows nothing. Which flag sets the mode?"
+    question = "On my Mac, why does my IDE's terminal show nothing when I'm loading a .env file?"
     assert unsupported_question_terms(question, RETRIEVED, ChunksProbe(RETRIEVED)) == ["Mac"]
 
 
@@ -239,6 +239,17 @@ def test_files_and_names_the_user_introduces_are_never_looked_up():
         "Every page in my docs/api/ folder should load `.env.staging`. Which flag do I pass?",
     ):
         assert unsupported_question_terms(question, RETRIEVED, ChunksProbe(RETRIEVED)) == [], question
+
+
+def test_names_in_a_sentence_that_states_the_users_situation_are_not_looked_up():
+    probe = ChunksProbe(RETRIEVED)
+    stated = "My CLI has --json and --csv flags, and I edit settings.yaml on my Mac. Which flag sets the mode?"
+    assert unsupported_question_terms(stated, RETRIEVED, probe) == []
+    asked = "My CLI has --json flags. How do I pass --csv to astro dev, i.e. on my Mac?"
+    assert unsupported_question_terms(asked, RETRIEVED, probe) == ["--csv", "Mac"]
+    assert unsupported_question_terms("Explain the client:hover directive. Show an example.", RETRIEVED, probe) == [
+        "client:hover"
+    ]  # no sentence asks with "?": every sentence counts
 
 
 def test_an_api_name_written_without_backticks_must_exist_in_the_docs():

@@ -12,8 +12,9 @@ Four general signals, none tuned per question:
   question is about a product or service the docs do not cover.
 
 What the user names as their own is never looked up: quoted file names and paths, URLs, call
-arguments, code introduced as theirs ("a component called `mybanner`", "my docs/api/ folder") and
-quoted statements of their own code (`[y for x in data if y := f(x)]`). A contraction or possessive
+arguments, code introduced as theirs ("a component called `mybanner`", "my docs/api/ folder"),
+quoted statements of their own code (`[y for x in data if y := f(x)]`) and whatever a sentence that
+does not ask names ("My CLI has --json and --csv flags. How do I ...?"). A contraction or possessive
 ("I'm", "IDE's") is not a proper name.
 """
 
@@ -89,9 +90,22 @@ def _as_written(term: str, question: str) -> str:
     return term
 
 
+def asked_part(question: str) -> str:
+    """The sentences that ask (end in ``?``), or the whole question when none does.
+
+    A sentence that states the user's situation ("My CLI has --json and --csv output flags.", "I
+    also want it to restart when I edit settings.yaml.") names their own things, not the docs'.
+    A sentence ends at ``.``, ``!`` or ``?`` before a capital ("i.e. the" goes on), never in backticks."""
+    masked = re.sub(r"`[^`]*`", lambda m: "`" + "x" * (len(m.group(0)) - 2) + "`", question)
+    ends = [m.end() for m in re.finditer(r"[.!?](?=\s+[A-Z])", masked)]
+    sentences = [question[a:b].strip() for a, b in zip([0, *ends], [*ends, len(question)])]
+    asking = [s for s in sentences if s.endswith("?")]
+    return " ".join(asking) if asking else question
+
+
 def unsupported_question_terms(question: str, evidence: list[Chunk], probe: CorpusProbe) -> list[str]:
     """Terms of the question the docs cannot speak to (empty list: nothing suspicious)."""
-    question = _URL.sub(" ", question)
+    question = _URL.sub(" ", asked_part(question))
     missing: list[str] = _quoted_code_missing(question, probe)
     unquoted = re.sub(r"`[^`]*`|\"[^\"]*\"", " ", question)
     unquoted = _USER_OWN_TOKEN.sub(r"\1", unquoted)
@@ -105,7 +119,8 @@ def unsupported_question_terms(question: str, evidence: list[Chunk], probe: Corp
             missing.append(_as_written(term, unquoted))
     for name in _API_NAME.findall(unquoted):
         parts = code_parts(name)
-        if len(parts) > 1 and not probe.has_sequence(parts):
+        abbreviation = all(len(p) == 1 for p in parts)  # "i.e.", "e.g."
+        if len(parts) > 1 and not abbreviation and not probe.has_sequence(parts):
             missing.append(name)
     for name in _proper_names(question):
         if not probe.mentions(name.lower()):
