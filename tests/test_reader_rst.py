@@ -18,7 +18,7 @@ import pytest
 from citedocs.ingest.chunker import ParsedDocument, chunk_document
 from citedocs.ingest.document import DocumentError
 from citedocs.ingest.pipeline import find_documents
-from citedocs.ingest.readers import reader_named
+from citedocs.ingest.readers import SourceFile, reader_named
 from citedocs.ingest.readers.rst import RST
 from citedocs.ingest.readers.rst_markup import role_text
 
@@ -277,3 +277,96 @@ def test_text_after_an_object_continues_its_section_with_unique_ids(corpus):
     for doc in corpus.values():
         ids = [c.id for c in doc.chunks]
         assert len(ids) == len(set(ids)), doc.doc_path
+
+
+def _sections(tmp_path: Path, text: str) -> dict[str, list[str]]:
+    """Each section anchor of one page, with its blocks' text (a page read on its own)."""
+    (tmp_path / "index.rst").write_text(text, encoding="utf-8")
+    page = RST.read(SourceFile("index.rst", text, tmp_path, BASE))
+    found: dict[str, list[str]] = {}
+    for section in page.sections:
+        found.setdefault(section.anchor, []).extend(b.text for b in section.blocks)
+    return found
+
+
+# modelled on Sphinx's own docs (usage/configuration.rst, man pages, usage/domains/*.rst); every
+# id below is one ``sphinx-build -b html`` (Sphinx 9.0.4) published for this exact text
+OBJECTS_PAGE = """Settings
+========
+
+.. confval:: display_short_literal_types
+   :type: ``bool``
+
+   Shows literals short.
+
+   Examples
+   ~~~~~~~~
+
+   Some examples.
+
+.. envvar:: MY_HOME
+
+   Where files go.
+
+.. program:: my-tool
+
+.. option:: -b NAME, --builder=NAME
+
+   Picks a builder.
+
+.. rst:directive:: .. toctree::
+
+   Lists pages.
+
+.. rst:role:: c:expr
+
+   An expression.
+
+.. cpp:type:: std::vector<int> CustomList
+
+   A list.
+
+.. default-domain:: js
+
+.. function:: fetch(url)
+
+   Fetches.
+"""
+
+
+def test_std_and_rst_domain_objects_get_the_ids_sphinx_publishes(tmp_path):
+    found = _sections(tmp_path, OBJECTS_PAGE)
+    assert found["confval-display_short_literal_types"][0].startswith("`display_short_literal_types`\n\nShows literals short.")
+    assert found["envvar-MY_HOME"] == ["`MY_HOME`\n\nWhere files go."]
+    assert found["cmdoption-my-tool-b"] == ["`-b NAME, --builder=NAME`\n\nPicks a builder."]
+    assert "directive-toctree" in found and "role-c-expr" in found
+
+
+def test_a_section_inside_an_object_description_is_read_as_sphinx_allows(tmp_path):
+    # docutils alone refuses a title inside a directive ("Unexpected section title"), which refused
+    # the whole page; Sphinx parses object descriptions with titles, each published with its id
+    found = _sections(tmp_path, OBJECTS_PAGE)
+    assert found["examples"] == ["Some examples."]
+
+
+def test_objects_of_other_domains_keep_the_enclosing_anchor(tmp_path):
+    # C++ and JavaScript ids are not Python names: ``cpp:type:: std::vector<int> CustomList`` was
+    # cited as ``#std``, which the page lacks; their text stays in the section that holds them
+    found = _sections(tmp_path, OBJECTS_PAGE)
+    assert "std" not in found and "fetch" not in found
+    assert "`std::vector<int> CustomList`\n\nA list." in found["settings"]
+    assert "`fetch(url)`\n\nFetches." in found["settings"]
+
+
+def test_sections_inside_only_are_read(tmp_path):
+    text = "Changelog\n=========\n\n.. only:: not is_release\n\n   Draft\n   -----\n\n   Unreleased.\n\nAfter\n-----\n\nDone.\n"
+    found = _sections(tmp_path, text)
+    assert found["draft"] == ["Unreleased."] and found["after"] == ["Done."]
+
+
+def test_autodoc_member_with_its_own_module_path_ignores_the_current_module(tmp_path):
+    # autodoc imports ``mypkg.mod.Thing.run`` from its own path: Sphinx publishes
+    # ``#mypkg.mod.Thing.run``, where a written ``py:method`` would be ``#mypkg.mypkg.mod.Thing.run``
+    text = "API\n===\n\n.. currentmodule:: mypkg\n\n.. automethod:: mypkg.mod.Thing.run\n\n.. automethod:: Thing.stop\n"
+    found = _sections(tmp_path, text)
+    assert "mypkg.mod.Thing.run" in found and "mypkg.Thing.stop" in found

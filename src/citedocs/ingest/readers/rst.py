@@ -203,8 +203,11 @@ def section_anchor(section: nodes.section) -> str:
 
 
 def _starts_section(node: nodes.Node) -> bool:
-    """A titled section, or a Python object Sphinx publishes with its own anchor."""
-    return isinstance(node, nodes.section) or (isinstance(node, labelled) and bool(node.get("anchor")))
+    """A titled section, or an object Sphinx publishes with its own anchor or whose description
+    holds titled sections (Sphinx allows them there; each is published with its own id)."""
+    if isinstance(node, nodes.section):
+        return True
+    return isinstance(node, labelled) and (bool(node.get("anchor")) or any(isinstance(c, nodes.section) for c in node.children))
 
 
 def _sections(document: nodes.document) -> tuple[str, list[Section]]:
@@ -242,8 +245,10 @@ def _sections(document: nodes.document) -> tuple[str, list[Section]]:
                 # the page title is the page's, not a heading inside it (as frontmatter titles are for MDX)
                 headings = heading_path if child is first else (*heading_path, heading)
                 walk(child, headings, (*anchor_path, section_anchor(child)))
-            else:
+            elif child.get("anchor"):
                 walk(child, (*heading_path, child["name"]), (*anchor_path, child["anchor"]), _label_line(child))
+            else:  # no anchor of its own: its text stays cited to the enclosing section
+                walk(child, heading_path, anchor_path, _label_line(child))
         if run or not opened:
             flush()
 
@@ -295,7 +300,7 @@ class RstReader:
     name: str = "rst"
     label: str = "reStructuredText"
     suffixes: tuple[str, ...] = (".rst",)
-    version: str = "2"
+    version: str = "3"
 
     def read(self, source: SourceFile) -> ParsedPage:
         document, notes = parse_rst(source)

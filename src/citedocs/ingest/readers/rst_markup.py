@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import threading
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ class ParseContext:
     notes: list[str] = field(default_factory=list)
     module: str | None = None  # the current Python module (``.. module::``/``.. currentmodule::``)
     classes: list[str] = field(default_factory=list)  # enclosing ``.. class::`` descriptions
+    default_domain: str = "py"  # Sphinx's ``primary_domain``, changed by ``.. default-domain::``
+    program: str | None = None  # the current ``.. program::``, part of its options' ids
 
     def note(self, line: int | None, text: str) -> None:
         self.notes.append(f"line {line}: {text}" if line else text)
@@ -72,6 +75,21 @@ def _body(directive: Directive) -> list[nodes.Node]:
     holder = nodes.Element()
     if directive.content:
         directive.state.nested_parse(directive.content, directive.content_offset, holder)
+    return list(holder.children)
+
+
+def _body_with_titles(directive: Directive) -> list[nodes.Node]:
+    """The body parsed as Sphinx parses object descriptions: section titles allowed, their
+    underline styles counted afresh (``sphinx.util.parsing.nested_parse_to_nodes``)."""
+    holder = nodes.Element()
+    memo = directive.state.memo
+    styles, level = memo.title_styles, memo.section_level
+    memo.title_styles, memo.section_level = [], 0
+    try:
+        if directive.content:
+            directive.state.nested_parse(directive.content, directive.content_offset, holder, match_titles=True)
+    finally:
+        memo.title_styles, memo.section_level = styles, level
     return list(holder.children)
 
 
@@ -222,6 +240,13 @@ class Content(Directive):
         return _body(self)
 
 
+class TitledContent(Content):
+    """``only``/``ifconfig``: page text that may hold whole sections, as Sphinx allows there."""
+
+    def run(self) -> list[nodes.Node]:
+        return _body_with_titles(self)
+
+
 class Nothing(Directive):
     """Directives that add no text to the page (``toctree``, ``index``, ``currentmodule``, ...)."""
 
@@ -231,6 +256,30 @@ class Nothing(Directive):
     option_spec = _AnyOptions()
 
     def run(self) -> list[nodes.Node]:
+        return []
+
+
+class DefaultDomain(Directive):
+    """``default-domain:: cpp``: unprefixed object directives after it belong to that domain."""
+
+    required_arguments = 1
+    option_spec = _AnyOptions()
+
+    def run(self) -> list[nodes.Node]:
+        _context(self).default_domain = self.arguments[0].strip().lower()
+        return []
+
+
+class Program(Directive):
+    """``program:: sphinx-build``: no text, but later ``option`` ids name the program."""
+
+    required_arguments = 1
+    final_argument_whitespace = True
+    option_spec = _AnyOptions()
+
+    def run(self) -> list[nodes.Node]:
+        program = re.sub(r"\s+", "-", self.arguments[0].strip())
+        _context(self).program = None if program == "None" else program
         return []
 
 
@@ -253,6 +302,35 @@ _PYTHON_OBJECTS = {
     "function", "data", "class", "method", "attribute", "exception", "decorator", "decoratormethod",
     "classmethod", "staticmethod", "property", "type",
 }
+# std and rst domain objects published as ``<dt id="confval-html_theme">``, ``directive-toctree``
+_PREFIXED_OBJECTS = {"std": {"confval", "envvar"}, "rst": {"directive", "role"}}
+_STD_OBJECTS = {"confval", "envvar", "option", "cmdoption"}
+# how Sphinx reads an option's name from ``-o FILE``/``--out=FILE``/``/V`` (``sphinx.domains.std``)
+_OPTION_NAME = re.compile(r"((?:/|--|-|\+)?[^\s=]+)(=?\s*.*)")
+_DIRECTIVE_SIGNATURE = re.compile(r"\.\. (.+?)::(.*)$")  # ``.. name:: args``, as ``sphinx.domains.rst`` reads it
+_ID_CHARS = re.compile(r"[^a-zA-Z0-9._]+")
+_ID_ENDS = re.compile(r"^[-0-9._]+|-+$")
+
+
+def sphinx_id(text: str) -> str:
+    """Sphinx's ``_make_id`` (``sphinx.util.nodes``) for object ids: docutils' ``make_id`` but
+    keeping case, dots and underscores (``confval-html_theme``, not ``confval-html-theme``)."""
+    text = text.translate(nodes._non_id_translate_digraphs).translate(nodes._non_id_translate)
+    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    return _ID_ENDS.sub("", _ID_CHARS.sub("-", " ".join(text.split())))
+
+
+def _option_id(program: str | None, signature: str) -> str | None:
+    """The id of a command-line option's first name: ``cmdoption-PROGRAM-NAME`` (``-arg-`` for an
+    argument that is not a switch), as ``sphinx.domains.std.Cmdoption`` makes it."""
+    match = _OPTION_NAME.match(signature.split(", ")[0].strip())
+    if not match:
+        return None
+    name, args = match.groups()
+    if name.endswith("[") and args.endswith("]"):
+        name = name[:-1]
+    prefix = "-".join(["cmdoption", *([program] if program else []), *([] if name.startswith(("-", "/")) else ["arg"])])
+    return sphinx_id(f"{prefix}-{name}")
 
 
 class ObjectDescription(Directive):
@@ -270,9 +348,29 @@ class ObjectDescription(Directive):
     def object_type(self) -> str:
         return _local_name(self.name)
 
+    def domain(self) -> str:
+        """``py:function`` is Python's; a bare ``function`` the default domain's; a bare
+        ``confval`` falls through to the std domain, as Sphinx looks directives up."""
+        if ":" in self.name:
+            return self.name.lower().split(":", 1)[0]
+        return "std" if self.object_type() in _STD_OBJECTS else _context(self).default_domain
+
     def object_id(self, name: str) -> str | None:
-        if self.object_type() not in _PYTHON_OBJECTS or not name or {"noindex", "no-index"} & set(self.options):
-            return None  # ``:noindex:`` entries get no anchor on the site either
+        """The id Sphinx publishes for this entry; None where it publishes none we can derive (C++,
+        JavaScript and C ids encode the signature) or for ``:noindex:`` entries."""
+        if not name or {"noindex", "no-index"} & set(self.options):
+            return None
+        kind, domain = self.object_type(), self.domain()
+        if domain == "py" and kind in _PYTHON_OBJECTS:
+            return self.python_id(name)
+        if domain == "std" and kind in ("option", "cmdoption"):
+            return _option_id(_context(self).program, self.arguments[0].splitlines()[0])
+        if kind in _PREFIXED_OBJECTS.get(domain, ()):
+            return sphinx_id(f"{kind}-{name}")
+        return None
+
+    def python_id(self, name: str) -> str:
+        """Current module + enclosing class + name, as the Python domain's ``fullname``."""
         context = _context(self)
         enclosing = context.classes[-1] if context.classes else ""
         if enclosing and not name.startswith(enclosing + "."):
@@ -286,7 +384,7 @@ class ObjectDescription(Directive):
         if is_class:  # members described inside a class are named after it
             context.classes.append(anchor.removeprefix(f"{context.module}.") if context.module else anchor)
         try:
-            body = _body(self)
+            body = _body_with_titles(self)
         finally:
             if is_class:
                 context.classes.pop()
@@ -294,8 +392,21 @@ class ObjectDescription(Directive):
 
     def run(self) -> list[nodes.Node]:
         signatures = [line.strip() for line in self.arguments[0].splitlines() if line.strip()]
-        match = _SIGNATURE_NAME.match(signatures[0]) if signatures else None
-        return self.described("\n".join(signatures), match.group(1) if match else "")
+        return self.described("\n".join(signatures), _object_name(self.object_type(), signatures[0] if signatures else ""))
+
+
+def _object_name(kind: str, signature: str) -> str:
+    """The entry's name in its signature: ``.. toctree::`` documents ``toctree``, ``-b NAME`` the
+    option ``-b``, ``Flask.run(host)`` the object ``Flask.run``."""
+    if kind == "directive":
+        match = _DIRECTIVE_SIGNATURE.match(signature.strip())
+        return match.group(1) if match else signature.strip()
+    if kind == "role":
+        return signature.strip()
+    if kind in ("option", "cmdoption"):
+        return signature.split(", ")[0].split()[0] if signature.split() else ""
+    match = _SIGNATURE_NAME.match(signature)
+    return match.group(1) if match else ""
 
 
 class AutoDoc(ObjectDescription):
@@ -308,11 +419,16 @@ class AutoDoc(ObjectDescription):
     def object_type(self) -> str:
         return self.name.removeprefix("auto")  # autoclass -> class
 
-    def object_id(self, name: str) -> str | None:
+    def domain(self) -> str:
+        return "py"
+
+    def python_id(self, name: str) -> str:
+        """autodoc reads a module from the name itself when it has one: ``autoclass:: flask.Response``,
+        or a member's ``automethod:: pkg.mod.Class.run`` (everything before ``Class.run``)."""
         module_level = self.object_type() in ("class", "function", "data", "exception", "decorator")
-        if module_level and "." in name:  # ``autoclass:: flask.Response`` names its module itself
+        if (module_level and "." in name) or (name.count(".") >= 2 and not _context(self).classes):
             return name
-        return super().object_id(name)
+        return super().python_id(name)
 
     def run(self) -> list[nodes.Node]:
         name = self.arguments[0].split("(")[0].strip()
@@ -338,12 +454,15 @@ _NAMED = {
     "group-tab": Tab,
     "code-tab": Tab,
     **dict.fromkeys(_VERSION_WORDS, VersionChange),
-    **dict.fromkeys(("tabs", "only", "ifconfig", "glossary", "centered", "hlist", "productionlist", "rst-class"), Content),
+    **dict.fromkeys(("only", "ifconfig"), TitledContent),
+    **dict.fromkeys(("tabs", "glossary", "centered", "hlist", "productionlist", "rst-class"), Content),
     **dict.fromkeys(("currentmodule", "module"), Module),
+    "default-domain": DefaultDomain,
+    "program": Program,
     **dict.fromkeys(
         (
             "toctree", "index", "highlight", "tabularcolumns", "sectionauthor",
-            "moduleauthor", "codeauthor", "default-role", "default-domain", "program", "raw", "testsetup",
+            "moduleauthor", "codeauthor", "default-role", "raw", "testsetup",
             "testcleanup", "meta",
         ),
         Nothing,
