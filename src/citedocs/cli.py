@@ -112,6 +112,7 @@ def _run_ingest(
     docs_format: str | None = None,
     max_file_size: int | None = None,
     crawl_settings: CrawlSettings | None = None,
+    page_urls: str | None = None,
 ) -> None:
     """Ingest a folder, or with ``crawl_settings`` crawl the site at ``source`` and ingest its mirror."""
     from .index.store import CorpusOwnedByOtherTenant
@@ -128,7 +129,8 @@ def _run_ingest(
                 )
             else:
                 result = services.ingest(
-                    Path(source), corpus, base_url, report, tenant, admission, admission_report, docs_format, max_file_size
+                    Path(source), corpus, base_url, report, tenant, admission, admission_report, docs_format, max_file_size,
+                    page_urls,
                 )
         except (IngestError, PolicyError, InvalidName, CorpusOwnedByOtherTenant, CrawlError) as exc:
             fail(str(exc))
@@ -191,13 +193,22 @@ def ingest(
         Optional[int],
         typer.Option(min=1, help="Largest file read, in bytes; larger ones are reported, not read. Default: max_file_bytes setting."),
     ] = None,
+    page_urls: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Page URL layout of a Sphinx or MkDocs site: dir (page/, Sphinx dirhtml) or html (page.html, "
+            "Sphinx's html builder). Default: from .readthedocs.yaml or mkdocs.yml, else remembered, else dir."
+        ),
+    ] = None,
 ) -> None:
     """Index a docs folder, or crawl a docs site (incremental: only changed chunks are re-embedded)."""
     if is_url(source):
         settings = CrawlSettings(max_pages=max_pages, concurrency=concurrency, rate=rate, timeout_s=timeout)
         _run_ingest(source, corpus, None, tenant, admission, admission_report, crawl_settings=settings)
     else:
-        _run_ingest(Path(source), corpus, base_url, tenant, admission, admission_report, docs_format, max_file_size)
+        _run_ingest(
+            Path(source), corpus, base_url, tenant, admission, admission_report, docs_format, max_file_size, page_urls=page_urls
+        )
 
 
 admission_app = typer.Typer(no_args_is_help=True, help="The admission registry: which docs may be evidence.")

@@ -17,7 +17,7 @@ from .index import copy_corpus, open_store
 from .index.store import FULL_SCOPE, PUBLISHABLE_SCOPE, ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store
 from .ingest.admission import approve, default_report_path, remember_policy, resolve_policy
 from .ingest.crawl import CrawlError, CrawlReport, CrawlSettings, crawl, crawl_scope
-from .ingest.detect import plan_ingest, remembered_format
+from .ingest.detect import plan_ingest
 from .ingest.pipeline import IngestError, IngestReport, ProgressFn, find_documents, ingest_corpus
 from .ingest.readers import available_readers, for_site
 from .retrieve.hybrid import HybridRetriever, RetrievalConfig, RetrievalResult
@@ -177,6 +177,7 @@ class Services:
         report_path: Path | None = None,
         format: str | None = None,
         max_file_bytes: int | None = None,
+        page_urls: str | None = None,
     ) -> IngestReport:
         """Ingest under the given (else remembered, else default) admission policy; write the admission report.
 
@@ -189,8 +190,8 @@ class Services:
             raise CorpusOwnedByOtherTenant(
                 f"corpus {corpus!r} belongs to tenant {existing.tenant!r}; pick another corpus name"
             )
-        remembered = (remembered_format(existing.pipeline), existing.base_url) if existing else None
-        plan = plan_ingest(source_dir, format, base_url, remembered, config.ASTRO_BASE_URL)
+        remembered = (existing.pipeline, existing.base_url) if existing else None
+        plan = plan_ingest(source_dir, format, base_url, remembered, config.ASTRO_BASE_URL, page_urls)
         readers = available_readers()
         if plan.format not in readers:
             raise IngestError(

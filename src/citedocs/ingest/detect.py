@@ -13,13 +13,13 @@ from __future__ import annotations
 import re
 import tomllib
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
 
 from .pipeline import IngestError
-from .readers import SiteOptions
+from .readers import SiteOptions, remembered_directory_urls
 from .slugs import toc_slugify
 
 FORMATS = ("mdx", "mkdocs", "vitepress", "rst", "html")
@@ -165,9 +165,30 @@ def _generators(folder: Path) -> list[Detection]:
     for conf in (folder / d / "conf.py" for d in sphinx_dirs):
         if conf.is_file():
             match = re.search(r"""^html_baseurl\s*=\s*['"]([^'"]+)['"]""", conf.read_text(errors="replace"), re.M)
-            found.append(Detection("rst", conf.parent, match.group(1) if match else None, f"{conf.relative_to(folder)} (Sphinx)"))
+            site, builder = _sphinx_builder([conf.parent, conf.parent.parent, folder])
+            reason = f"{conf.relative_to(folder)} (Sphinx; {builder})"
+            found.append(Detection("rst", conf.parent, match.group(1) if match else None, reason, site))
             break
     return found
+
+
+def _sphinx_builder(folders: list[Path]) -> tuple[SiteOptions, str]:
+    """The URL layout of a Sphinx site, from the builder its ``.readthedocs.yaml`` names (Read the
+    Docs builds with ``html`` unless told ``dirhtml``); with no such file, ``dirhtml`` is assumed."""
+    for folder in dict.fromkeys(folders):
+        for name in (".readthedocs.yaml", ".readthedocs.yml"):
+            path = folder / name
+            if not path.is_file():
+                continue
+            try:
+                data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            except (yaml.YAMLError, UnicodeDecodeError):
+                continue
+            sphinx = data.get("sphinx") if isinstance(data, dict) else None
+            if isinstance(sphinx, dict):
+                builder = str(sphinx.get("builder") or "html")
+                return SiteOptions(directory_urls=builder == "dirhtml"), f"builder {builder} from {name}"
+    return SiteOptions(), "no builder named; dirhtml URLs assumed, pass --page-urls html for page.html"
 
 
 def _sniff(folder: Path) -> Detection | None:
@@ -249,15 +270,22 @@ def remembered_format(pipeline: str) -> str:
     return pipeline.split("+", 1)[0].rsplit("-", 1)[0]
 
 
+PAGE_URLS = {"dir": True, "html": False}  # --page-urls: ``page/`` or ``page.html``
+
+
 def plan_ingest(
     path: Path,
     format: str | None,
     base_url: str | None,
     remembered: tuple[str, str] | None,
     default_base_url: str,
+    page_urls: str | None = None,
 ) -> IngestPlan:
-    """Flags win; then what the corpus was ingested with before (``remembered``: format, base URL);
-    then what the folder's generator says; the default base URL last, and said so."""
+    """Flags win; then what the corpus was ingested with before (``remembered``: its pipeline string,
+    or just its format, and its base URL); then what the folder's generator says; the default base
+    URL last, and said so."""
+    if page_urls is not None and page_urls not in PAGE_URLS:
+        raise DetectionError(f"unknown --page-urls {page_urls!r}; use dir (page/) or html (page.html)")
     reasons: list[str] = []
     if format is not None and format not in FORMATS:
         raise DetectionError(f"unknown docs format {format!r}; use one of: {', '.join(FORMATS)}")
@@ -271,7 +299,7 @@ def plan_ingest(
     if format:
         reasons.append(f"format {format} from --format")
     elif remembered:
-        format = remembered[0]
+        format = remembered_format(remembered[0])
         reasons.append(f"format {format} remembered for this corpus (pass --format to change it)")
     else:
         assert detection is not None
@@ -282,6 +310,14 @@ def plan_ingest(
     site = detection.site if detection and same else SiteOptions()
     if site != SiteOptions() and (format_given or remembered):  # the detection reason was not printed
         reasons.append(f"URL and anchor settings from {detection.reason}")
+    if page_urls is not None:
+        if format not in ("rst", "mkdocs"):
+            raise DetectionError(f"--page-urls applies to Sphinx (rst) and MkDocs sites; {format} pages keep their own URLs")
+        site = replace(site, directory_urls=PAGE_URLS[page_urls])
+        reasons.append(f"{page_urls} page URLs from --page-urls")
+    elif remembered and remembered_directory_urls(remembered[0]) != site.directory_urls:
+        site = replace(site, directory_urls=remembered_directory_urls(remembered[0]))
+        reasons.append("page URL layout remembered for this corpus (pass --page-urls to change it)")
     if base_url:
         reasons.append("base URL from --base-url")
     elif remembered:

@@ -23,16 +23,25 @@ class SiteOptions:
     """Settings in a site generator's config that change a page's URL or its anchors.
 
     The defaults are the generator's own, so a site without such settings reads exactly as before.
-    Today only MkDocs has them (``use_directory_urls`` and ``toc``'s ``slugify`` and ``separator``)."""
+    MkDocs has them (``use_directory_urls`` and ``toc``'s ``slugify`` and ``separator``); for Sphinx, the
+    builder (``dirhtml`` or ``html``) decides the URL layout."""
 
-    directory_urls: bool = True  # MkDocs ``use_directory_urls``: ``page/`` rather than ``page.html``
+    directory_urls: bool = True  # ``page/`` rather than ``page.html`` (MkDocs' default, Sphinx dirhtml)
     toc_slugify: str = ""  # dotted name of ``toc``'s slug function; "" is Python-Markdown's own
     toc_slugify_options: tuple[tuple[str, object], ...] = ()  # its keyword arguments (``case: lower``)
     toc_separator: str = "-"
 
     def fingerprint(self) -> str:
-        """Short and stable; part of the reader's version, so changing a setting rebuilds the index."""
-        return hashlib.sha256(repr(self).encode()).hexdigest()[:8]
+        """Short and stable; part of the reader's version, so changing a setting rebuilds the index.
+        ``html.`` leads when pages are ``.html`` files: a later ingest reads the layout back from the
+        corpus's pipeline (``remembered_directory_urls``), since a flag may have chosen it."""
+        digest = hashlib.sha256(repr(self).encode()).hexdigest()[:8]
+        return digest if self.directory_urls else f"html.{digest}"
+
+
+def remembered_directory_urls(pipeline: str) -> bool:
+    """Whether a corpus was ingested with ``page/`` URLs, read from its pipeline string."""
+    return ".html." not in pipeline.split("+", 1)[0]
 
 
 class Reader(Protocol):

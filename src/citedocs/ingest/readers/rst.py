@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import io
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from docutils import nodes
 from docutils.core import publish_doctree
 from docutils.utils import SystemMessage
 
-from ..document import Block, DocumentError, ParsedPage, Section, directory_url, page_path
-from . import SourceFile
+from ..document import Block, DocumentError, ParsedPage, Section, directory_url, file_url, page_path
+from . import SiteOptions, SourceFile
 from .rst_markup import ParseContext, labelled, sphinx_markup
 
 _SKIPPED = (
@@ -295,12 +295,17 @@ def parse_rst(source: SourceFile) -> tuple[nodes.document, list[str]]:
 
 @dataclass(frozen=True)
 class RstReader:
-    """Sphinx reST pages; URLs follow Sphinx's ``dirhtml`` builder (``page/``, ``index`` -> folder)."""
+    """Sphinx reST pages. URLs follow the ``dirhtml`` builder (``page/``, ``index`` -> folder) unless
+    the site is built with ``html`` (``page.html``): see ``SiteOptions.directory_urls``."""
 
     name: str = "rst"
     label: str = "reStructuredText"
     suffixes: tuple[str, ...] = (".rst",)
     version: str = "3"
+    directory_urls: bool = True
+
+    def for_site(self, site: SiteOptions) -> RstReader:
+        return replace(self, version=f"{self.version}.{site.fingerprint()}", directory_urls=site.directory_urls)
 
     def read(self, source: SourceFile) -> ParsedPage:
         document, notes = parse_rst(source)
@@ -308,7 +313,7 @@ class RstReader:
         return ParsedPage(
             doc_path=source.rel_path,
             page=page_path(source.rel_path),
-            url=directory_url(source.base_url, source.rel_path),
+            url=(directory_url if self.directory_urls else file_url)(source.base_url, source.rel_path),
             title=title or PurePosixPath(source.rel_path).stem.replace("-", " ").capitalize(),
             description="",
             frontmatter={},

@@ -1,5 +1,5 @@
-"""An MkDocs site's own config decides its anchors and URLs: ``toc``'s slugify and separator,
-``use_directory_urls``, README pages, and hidden snippet folders. Modelled on real sites (the PyMdown
+"""A site's own config decides its anchors and URLs: for MkDocs ``toc``'s slugify and separator,
+``use_directory_urls``, README pages and hidden snippet folders; for Sphinx the builder's URL layout. Modelled on real sites (the PyMdown
 Extensions docs configure ``pymdownx.slugs.slugify`` and keep snippets in ``.snippets/``); the
 expected ids are what Python-Markdown and PyMdown's documented slug functions produce."""
 
@@ -8,11 +8,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
+from citedocs.cli import app
+from conftest import write_docs
 
 from citedocs.ingest.boundary import walk_docs
-from citedocs.ingest.detect import detect, plan_ingest
+from citedocs.ingest.detect import DetectionError, detect, plan_ingest
 from citedocs.ingest.readers import SiteOptions, SourceFile, for_site
 from citedocs.ingest.readers.mkdocs import MKDOCS
+from citedocs.ingest.readers.rst import RST
 from citedocs.ingest.slugs import pymdownx_slug, python_markdown_slug, toc_slugify
 
 SITE = "https://docs.example.com/"
@@ -154,3 +159,55 @@ def test_sphinx_quickstart_layouts_are_recognised(tmp_path, layout):
 def test_inline_hilite_language_prefix_is_not_text():
     page = read("# T\n\nUse `#!python print(1)` or `#!css .a {}`; `#!` alone and `x #!y` stay.\n")
     assert page.sections[1].blocks[0].text == "Use `print(1)` or `.a {}`; `#!` alone and `x #!y` stay."
+
+
+@pytest.mark.parametrize(
+    ("readthedocs", "page_url"),
+    [
+        (None, "https://x.example.org/guide/setup/"),  # no builder named: dirhtml, as before
+        ("version: 2\nsphinx:\n  configuration: docs/conf.py\n  builder: dirhtml\n", "https://x.example.org/guide/setup/"),
+        ("version: 2\nsphinx:\n  configuration: docs/conf.py\n", "https://x.example.org/guide/setup.html"),
+        ("version: 2\nsphinx:\n  builder: html\n", "https://x.example.org/guide/setup.html"),
+    ],
+)
+def test_sphinx_page_urls_follow_the_builder_read_the_docs_is_told(tmp_path, readthedocs, page_url):
+    write_docs(tmp_path, {"docs/conf.py": "project = 'x'\n", "docs/guide/setup.rst": "Setup\n=====\n\nText.\n"})
+    if readthedocs:
+        (tmp_path / ".readthedocs.yaml").write_text(readthedocs)
+    plan = plan_ingest(tmp_path, None, "https://x.example.org/", None, SITE)
+    source = SourceFile("guide/setup.rst", "Setup\n=====\n\nText.\n", plan.docs_dir, plan.base_url)
+    assert for_site(RST, plan.site).read(source).url == page_url
+
+
+def test_page_urls_flag_wins_is_remembered_and_refused_where_it_means_nothing(tmp_path):
+    write_docs(tmp_path, {"conf.py": "project = 'x'\n", "index.rst": "Title\n=====\n"})
+    flagged = plan_ingest(tmp_path, None, None, None, SITE, page_urls="html")
+    assert not flagged.site.directory_urls and "html page URLs from --page-urls" in flagged.describe()
+    pipeline = f"rst-{for_site(RST, flagged.site).version}+chunker-6"
+    later = plan_ingest(tmp_path, None, None, (pipeline, SITE), SITE)
+    assert not later.site.directory_urls and "page URL layout remembered" in later.describe()
+    assert plan_ingest(tmp_path, None, None, ("rst-3+chunker-6", SITE), SITE).site.directory_urls
+    with pytest.raises(DetectionError, match="dir .page/. or html"):
+        plan_ingest(tmp_path, None, None, None, SITE, page_urls="flat")
+    with pytest.raises(DetectionError, match="applies to Sphinx"):
+        plan_ingest(tmp_path, "mdx", None, None, SITE, page_urls="html")
+
+
+def test_cli_page_urls_flag_sets_citation_urls_and_a_later_ingest_keeps_them(tmp_home, tmp_path):
+    docs = write_docs(tmp_path / "d", {
+        "conf.py": "project = 'x'\n",
+        "guide.rst": "Guide\n=====\n\nInstall\n-------\n\nRun the installer with the quiet flag set.\n",
+    })
+    runner = CliRunner()
+    args = ["ingest", str(docs), "--corpus", "sx", "--base-url", "https://x.example.org/"]
+    first = runner.invoke(app, [*args, "--page-urls", "html"], env={"COLUMNS": "300"})
+    assert first.exit_code == 0, first.output
+    (docs / "guide.rst").write_text("Guide\n=====\n\nInstall\n-------\n\nRun the installer with the silent flag.\n")
+    second = runner.invoke(app, ["ingest", str(docs), "--corpus", "sx"], env={"COLUMNS": "300"})
+    assert second.exit_code == 0, second.output
+    assert "page URL layout remembered" in " ".join(second.output.split())
+    from citedocs.service import Services
+
+    store = Services.open().store
+    chunks = store.get_chunks("sx", list(store.chunk_hashes("sx")))
+    assert {chunk.url for chunk in chunks} == {"https://x.example.org/guide.html#install"}
