@@ -1,0 +1,88 @@
+"""Every citation anchor against the site the generator really builds.
+
+    python benchmarks/anchors_vs_build.py PROJECT_OR_DOCS BUILT_SITE [--format F] [--page-urls dir|html] [--show N]
+
+Reads the docs the way ``citedocs ingest`` would (detected format and the site config's settings),
+then opens the page each source maps to in BUILT_SITE (the output of ``mkdocs build``,
+``sphinx-build -b html|dirhtml``, ``vitepress build``) and checks that every section anchor is an
+``id`` on that page. It also lists the built page's heading ids that no section carries (a heading
+with no text of its own before its first sub-heading is expected there). No model is loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from pathlib import Path
+
+import lxml.html
+
+from citedocs.ingest.boundary import walk_docs
+from citedocs.ingest.detect import plan_ingest
+from citedocs.ingest.document import DocumentError
+from citedocs.ingest.readers import SourceFile, for_site, reader_named
+
+BASE = "https://site.invalid/"
+_HEADINGS = (  # a theme's dialogs (search, keyboard shortcuts) carry heading ids that are not the page's
+    "//*[self::h1 or self::h2 or self::h3 or self::h4 or self::h5 or self::h6 or self::section][@id]"
+    "[not(ancestor::*[@role='dialog'])]/@id"
+)
+
+
+def built_page(site: Path, url: str) -> Path:
+    """The file a page URL is served from: ``a/b/`` -> ``a/b/index.html``; ``a/b`` (clean URLs) -> ``a/b.html``."""
+    path = url[len(BASE) :].split("#", 1)[0]
+    if path == "" or path.endswith("/"):
+        return site / path / "index.html"
+    return site / (path if path.endswith(".html") else f"{path}.html")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("docs", type=Path)
+    parser.add_argument("site", type=Path)
+    parser.add_argument("--format")
+    parser.add_argument("--page-urls")
+    parser.add_argument("--show", type=int, default=20)
+    args = parser.parse_args()
+    plan = plan_ingest(args.docs, args.format, BASE, None, BASE, args.page_urls)
+    print(plan.describe())
+    reader = for_site(reader_named(plan.format), plan.site)
+    files, _ = walk_docs(plan.docs_dir, tuple(reader.suffixes))
+    counts: Counter[str] = Counter()
+    wrong: list[str] = []
+    uncovered: list[str] = []
+    for file in files:
+        rel = file.relative_to(plan.docs_dir).as_posix()
+        try:
+            page = reader.read(SourceFile(rel, file.read_text(encoding="utf-8", errors="replace"), plan.docs_dir, BASE))
+        except DocumentError as exc:
+            counts["pages refused"] += 1
+            wrong.append(f"{rel}: refused: {exc}")
+            continue
+        built = built_page(args.site, page.url)
+        if not built.is_file():
+            counts["pages not in the build"] += 1
+            continue
+        counts["pages"] += 1
+        tree = lxml.html.parse(str(built))
+        ids = set(tree.xpath("//@id"))
+        anchors = {section.anchor for section in page.sections if section.anchor}
+        counts["section anchors"] += len(anchors)
+        for anchor in sorted(anchors - ids):
+            counts["anchors not on the built page"] += 1
+            wrong.append(f"{rel}#{anchor}")
+        for heading in dict.fromkeys(tree.xpath(_HEADINGS)):
+            counts["built heading ids"] += 1
+            if heading not in anchors:
+                counts["built heading ids with no section"] += 1
+                uncovered.append(f"{rel}#{heading}")
+    print(", ".join(f"{name}: {n:,}" for name, n in counts.items()))
+    for title, items in (("anchors not on the built page", wrong), ("built heading ids with no section", uncovered)):
+        if items:
+            print(f"-- {title} (first {min(args.show, len(items))}):")
+            print("\n".join(f"   {item}" for item in items[: args.show]))
+
+
+if __name__ == "__main__":
+    main()
