@@ -15,6 +15,7 @@ stages refuse anyway (question gate, validator) stay refused in every variant.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -26,10 +27,9 @@ from citedocs.eval.cases import load_cases
 from citedocs.service import Services
 from citedocs.validate.support import content_terms
 
-FEATURES = ("maxsim", "dense", "term_share", "term_share_top", "maxsim_margin")
-SUBSETS = ((0,), (0, 1), (0, 2), (0, 1, 2), (0, 1, 2, 3, 4), (1, 2), (0, 4))
-
-
+# maxsim_over_null: the best MaxSim above the corpus's floor (retrieve/null_level.py), what ships
+FEATURES = ("maxsim", "dense", "term_share", "term_share_top", "maxsim_margin", "maxsim_over_null")
+SUBSETS = ((0,), (5,), (0, 1), (0, 2), (5, 2), (0, 1, 2), (0, 1, 2, 3, 4), (1, 2), (0, 4))
 def observe(services: Services, cases_path: Path, corpus: str) -> list[tuple[str, bool, bool, list[float]]]:
     out = []
     for case in load_cases(cases_path):
@@ -46,7 +46,8 @@ def observe(services: Services, cases_path: Path, corpus: str) -> list[tuple[str
         maxsims = sorted((h["stages"].get("rerank_score") or 0.0 for h in retrieved), reverse=True) or [0.0, 0.0]
         dense = max((h["stages"].get("dense_score") or 0.0 for h in retrieved), default=0.0)
         margin = maxsims[0] - maxsims[1] if len(maxsims) > 1 else 0.0
-        features = [trace.get("retrieval_confidence") or 0.0, dense, max(shares), shares[0], margin]
+        maxsim = trace.get("retrieval_confidence") or 0.0
+        features = [maxsim, dense, max(shares), shares[0], margin, maxsim - trace["retrieval_floor"]]
         out.append((cases_path.stem, case.should_refuse, response.refused, features))
     return out
 
@@ -72,13 +73,19 @@ def prf(refused: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sets", nargs="+", help="CASES.jsonl:CORPUS")
+    parser.add_argument("--rows-out", type=Path, help="also write every case's features here (JSON lines)")
     args = parser.parse_args()
     services = Services.open(backend="extractive")
-    services.__dict__["thresholds"] = replace(services.thresholds, min_retrieval_score=float("-inf"))
+    services.__dict__["thresholds"] = replace(services.thresholds, min_retrieval_margin=float("-inf"))
     rows = []
     for spec in args.sets:
         path, corpus = spec.rsplit(":", 1)
         rows += observe(services, Path(path), corpus)
+    if args.rows_out:
+        with args.rows_out.open("w") as out:
+            for name, should_refuse, refused_later, features in rows:
+                row = {"set": name, "should_refuse": should_refuse, "refused_later": refused_later}
+                out.write(json.dumps(row | dict(zip(FEATURES, features))) + "\n")
     sets = np.array([r[0] for r in rows])
     y = np.array([r[1] for r in rows])
     later = np.array([r[2] for r in rows])
@@ -90,7 +97,7 @@ def main() -> int:
         for held_out in names:
             test, train = sets == held_out, sets != held_out
             fit_rows = train & ~later
-            if subset == (0,):  # the shipped rule: refuse below one MaxSim threshold
+            if len(subset) == 1:  # one feature: refuse below a threshold on it (MaxSim: the shipped rule)
                 score = lambda q: -q[:, 0]
             else:
                 score = logistic(x[fit_rows][:, subset], y[fit_rows].astype(float))
@@ -99,7 +106,7 @@ def main() -> int:
             test_scores = score(x[test][:, subset])
             refused[test] = (test_scores >= best) | later[test]
         cells = [f"P {prf(refused[sets == n], y[sets == n])[0]:.2f} R {prf(refused[sets == n], y[sets == n])[1]:.2f}" for n in names]
-        label = "threshold on maxsim" if subset == (0,) else "logistic: " + ", ".join(FEATURES[i] for i in subset)
+        label = f"threshold on {FEATURES[subset[0]]}" if len(subset) == 1 else "logistic: " + ", ".join(FEATURES[i] for i in subset)
         print(label.ljust(48), " ".join(c.ljust(22) for c in cells), f"{prf(refused, y)[2]:.3f}")
     return 0
 

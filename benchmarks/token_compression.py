@@ -7,7 +7,8 @@ k = 8, answerable cases) where only the reranker's token source changes: its tok
 candidate's reconstruction, scored against the float query tokens (asymmetric scoring). Prints,
 per dev set, bytes per chunk (mean and max over the corpus), R@1, R@8, anchor R@8 and MRR, and
 how far each candidate moves the MaxSim confidence that the refusal threshold is calibrated on
-(mean absolute change, and on how many cases, refusals included, it crosses ``min_retrieval_score``).
+(mean absolute change, and on how many cases, refusals included, it crosses the refusal threshold:
+the corpus's floor plus ``min_retrieval_margin``).
 
     CITEDOCS_HOME=COPY_OF_AN_INDEX python benchmarks/token_compression.py [--only 'NAME;NAME'] [--cases FILE ...]
 
@@ -287,7 +288,7 @@ def main() -> None:
     from citedocs.validate.thresholds import load_thresholds
 
     services = Services.open()
-    threshold = load_thresholds().min_retrieval_score
+    margin = load_thresholds().min_retrieval_margin
     indexed = {c.name for c in services.corpora()}
     encoder = MemoEncoder(services.encoder)
     print(f"load average {os.getloadavg()}", flush=True)
@@ -298,6 +299,8 @@ def main() -> None:
             continue
         cases = load_cases(path)
         started = time.perf_counter()
+        # the refusal threshold in MaxSim terms: the corpus's floor plus the calibrated margin
+        threshold = services.pipeline.null_levels.level(corpus, services.corpus(corpus).version) + margin
         pool_ = candidates(corpus_sample(services.store, corpus))
         wanted = [s.strip() for s in (args.only or "").split(";") if s.strip()]
         names = [n for n in pool_ if n.startswith("today") or not wanted or n in wanted]

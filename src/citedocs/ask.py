@@ -13,6 +13,7 @@ from .generate.base import GenerationFault, Generator
 from .generate.grader import LlmGrader
 from .index.store import CorpusInfo, Store
 from .retrieve.hybrid import HybridRetriever, RetrievalConfig
+from .retrieve.null_level import NullLevels
 from .types import Chunk, SearchHit
 from .retrieve.rewrite import standalone_query_fallback
 from .sentences import Unit, settled_units, split_units
@@ -156,6 +157,7 @@ class AskPipeline:
         self.on_trace = on_trace  # called with every stored trace (metrics)
         self.store = store
         self.retriever = retriever
+        self.null_levels = NullLevels(retriever)
         self.generator = generator
         self.validator = validator
         self.thresholds = thresholds
@@ -210,11 +212,14 @@ class AskPipeline:
 
     def _gate(self, run: _Answer, hits: list[SearchHit]) -> AskEvent | None:
         """Refusals decided before any generation: weak retrieval, or terms the docs never mention."""
-        if run.confidence < self.thresholds.min_retrieval_score:
+        floor = run.trace.timed("null_level", self.null_levels.level, run.corpus.name, run.corpus.version)
+        run.trace.payload["retrieval_floor"] = floor
+        if run.confidence - floor < self.thresholds.min_retrieval_margin:
             return run.refuse(
                 RefusalReason.low_retrieval_confidence,
                 f"no passage matches the question closely enough (best score {run.confidence:.2f}, "
-                f"threshold {self.thresholds.min_retrieval_score:.2f}).",
+                f"{run.confidence - floor:.2f} above this corpus's floor of {floor:.2f}; needed "
+                f"{self.thresholds.min_retrieval_margin:.2f}).",
             )
         missing = run.trace.timed(
             "question_gate",

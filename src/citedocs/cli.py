@@ -712,29 +712,33 @@ def _llm_judge(services):
 
 @app.command()
 def calibrate(
-    cases: Annotated[Path, typer.Argument(help="JSONL case file with should_refuse labels.")],
-    corpus: CorpusOpt = config.ASTRO_CORPUS_NAME,
+    cases: Annotated[list[Path], typer.Argument(help="JSONL case files with should_refuse labels (every dev set: one global value).")],
+    corpus: EvalCorpusOpt = None,
     write: Annotated[bool, typer.Option(help="Write the result into thresholds.toml.")] = False,
 ) -> None:
-    """Pick the retrieval-confidence threshold that maximises refusal F1 on a case file (one global value)."""
+    """Pick the retrieval margin (best MaxSim above the corpus's floor) that maximises refusal F1 over case files."""
     from dataclasses import replace
 
-    from .eval.calibrate import calibrate_retrieval_threshold
+    from .eval.calibrate import calibrate_retrieval_margin
     from .eval.cases import load_cases
     from .service import Services, UnknownCorpus
     from .validate.thresholds import write_thresholds
 
     try:
-        loaded = load_cases(cases)
         services = Services.open(backend="extractive")
-        services.corpus(corpus)
+        case_sets = []
+        for path in cases:
+            name = _eval_corpus(services, path, corpus)
+            services.corpus(name)
+            case_sets.append((load_cases(path), name))
     except (CaseFileError, UnknownCorpus) as exc:
         fail(str(exc))
-    result = calibrate_retrieval_threshold(loaded, services, corpus)
+    result = calibrate_retrieval_margin(case_sets, services)
     console.print(result.table())
     if write:
-        write_thresholds(replace(services.thresholds, min_retrieval_score=result.threshold, calibrated_on=str(cases.name)))
-        console.print(f"min_retrieval_score = {result.threshold:.3f} written")
+        fitted_on = ", ".join(path.name for path in cases)
+        write_thresholds(replace(services.thresholds, min_retrieval_margin=result.threshold, calibrated_on=fitted_on))
+        console.print(f"min_retrieval_margin = {result.threshold:.4f} written")
 
 
 @app.command("calibrate-grade")

@@ -1,8 +1,10 @@
-"""Calibrating the one retrieval-confidence threshold on a labelled case file.
+"""Calibrating the one retrieval threshold on labelled case files: a margin above each corpus's floor.
 
-The pipeline runs once with the threshold disabled, recording each case's retrieval confidence (best rerank similarity) and
-whether the later stages refused anyway; then every candidate threshold is scored by the refusal F1
-the whole pipeline would reach with it. Ties go to the lower threshold (fewer needless refusals).
+The pipeline runs once with the threshold disabled, recording each case's retrieval margin (best
+rerank similarity minus its corpus's floor, ``retrieve/null_level.py``) and whether the later stages
+refused anyway; then every candidate threshold is scored by the refusal F1 the whole pipeline would
+reach with it, over every case file together (one global value). Ties go to the lower threshold
+(fewer needless refusals).
 """
 
 from __future__ import annotations
@@ -38,28 +40,30 @@ class Calibration:
         return table
 
 
-def calibrate_retrieval_threshold(cases: list[EvalCase], services: Services, corpus: str) -> Calibration:
-    services.__dict__["thresholds"] = replace(services.thresholds, min_retrieval_score=float("-inf"))
+def calibrate_retrieval_margin(case_sets: list[tuple[list[EvalCase], str]], services: Services) -> Calibration:
+    """``case_sets``: each case file's cases and the corpus they ask about."""
+    services.__dict__["thresholds"] = replace(services.thresholds, min_retrieval_margin=float("-inf"))
     observations = []
-    for case in cases:
-        response = services.ask(
-            AskRequest(
-                question=case.question,
-                corpus=corpus,
-                history=[HistoryTurn(role=t.role, content=t.content) for t in case.history],
+    for cases, corpus in case_sets:
+        for case in cases:
+            response = services.ask(
+                AskRequest(
+                    question=case.question,
+                    corpus=corpus,
+                    history=[HistoryTurn(role=t.role, content=t.content) for t in case.history],
+                )
             )
-        )
-        trace = services.trace(response.trace_id) or {}
-        top = trace["retrieval_confidence"] if trace.get("retrieved") else 0.0
-        observations.append((case.should_refuse, top, response.refused))
+            trace = services.trace(response.trace_id) or {}
+            margin = trace["retrieval_confidence"] - trace["retrieval_floor"] if trace.get("retrieved") else -1.0
+            observations.append((case.should_refuse, margin, response.refused))
 
-    candidates = sorted({round(top, 4) for _, top, _ in observations})
+    candidates = sorted({round(margin, 4) for _, margin, _ in observations})
     points = []
     for threshold in [candidates[0] - 1e-4, *candidates, candidates[-1] + 1e-4]:
-        rows = [{"should_refuse": s, "refused": refused or top < threshold} for s, top, refused in observations]
+        rows = [{"should_refuse": s, "refused": refused or margin < threshold} for s, margin, refused in observations]
         points.append((threshold, refusal_scores(rows)))
     best_threshold, best = max(points, key=lambda p: ((p[1]["f1"] or 0.0), -p[0]))
-    return Calibration(threshold=best_threshold, f1=best["f1"] or 0.0, points=points)
+    return Calibration(threshold=best_threshold, f1=best["f1"] or 0.0, points=points, label="retrieval margin")
 
 
 def calibrate_grade_threshold(rows: list[dict], run_min_grade: float) -> Calibration:

@@ -23,6 +23,18 @@ from .prompt import NO_ANSWER
 
 PROMPT_VERSION = "extractive_v1"
 _LIST_MARKER = re.compile(r"^(?:[-*+]|\d+\.)\s+")
+# A question that asks for an amount: an asking sentence, or its ", and ..." clause, opens with it
+# ("How long does the PIN stay valid, and how many attempts ...?"); "How can I see how many ..." does not.
+_ASKS_AMOUNT = re.compile(
+    r"(?:^|[?.!]\s+|,\s*(?:and|or)\s+)(?:(?:and|so|ok|okay|roughly|approximately|about)[,\s]+)*"
+    r"(?:how\s+(?:many|much|long|often|large|big|old)|what\s+(?:is|are)\s+the\s+(?:maximum|minimum|limit|limits|price|cost)\b)",
+    re.IGNORECASE,
+)
+_AMOUNT = re.compile(
+    r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|"
+    r"hundred|thousand|million|once|twice|unlimited|no\s+limit)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -83,6 +95,13 @@ class ExtractiveGenerator:
         code = self._code_after(chosen, candidates)
         if code:
             chosen.append(code)
+        if _ASKS_AMOUNT.search(question) and not any(_AMOUNT.search(c.text) for c in chosen):
+            # an answer to "how many ...?" without a number does not answer it: quote the closest
+            # passage that states one, else decline (the docs lack the asked figure)
+            stated = max((c for c in candidates if _AMOUNT.search(c.text)), key=lambda c: c.score, default=None)
+            if stated is None or stated.score < self.min_sentence_score:
+                return self._decline("no sentence in the retrieved docs states the amount the question asks for")
+            chosen.append(stated)
         chosen.sort(key=lambda c: (c.chunk_rank, c.position))
         lines = [c.text + f"\n[{c.chunk.id}]" if c.is_code else with_markers(c.text, [c.chunk.id]) for c in chosen]
         return Generation(text="\n".join(lines), backend=self.name, model=self.model, prompt_version=PROMPT_VERSION)

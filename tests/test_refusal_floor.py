@@ -1,0 +1,72 @@
+"""The retrieval refusal is a margin above each corpus's own floor, not one absolute similarity:
+the floor is measured on the corpus (never fitted), once per corpus version, and every refusal and
+trace says what it was."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+
+from citedocs.contract import AskRequest
+from citedocs.retrieve.hybrid import RetrievalConfig
+from citedocs.retrieve.null_level import NULL_PROBES
+from citedocs.validate.thresholds import ThresholdsError, load_thresholds
+from conftest import copy_astro_pages
+
+URL = "https://docs.astro.build/en/"
+
+
+@pytest.fixture
+def services(tmp_home: Path, tmp_path: Path):
+    from citedocs.service import Services
+
+    services = Services.open(backend="extractive")
+    services.ingest(copy_astro_pages(tmp_path / "docs"), "small", URL)
+    yield services
+    services.store.close()
+
+
+def test_the_floor_is_the_median_match_of_everyday_questions_measured_once_per_corpus_version(services, tmp_path):
+    pipeline, version = services.pipeline, services.corpus("small").version
+    expected = statistics.median(
+        services.retriever.retrieve("small", probe, 1, RetrievalConfig()).confidence for probe in NULL_PROBES
+    )
+    assert pipeline.null_levels.level("small", version) == pytest.approx(expected)
+    assert list(pipeline.null_levels._levels) == [("small", version)]  # measured once, then kept
+    pipeline.null_levels.level("small", version)
+    assert list(pipeline.null_levels._levels) == [("small", version)]
+
+    copy_astro_pages(tmp_path / "docs", ("guides/deploy/netlify.mdx",))
+    services.ingest(tmp_path / "docs", "small", URL)
+    new_version = services.corpus("small").version
+    assert new_version != version
+    services.ask(AskRequest(question="How do I deploy to Netlify?", corpus="small"))
+    assert ("small", new_version) in pipeline.null_levels._levels  # a new version is measured anew
+
+
+def test_a_question_no_closer_than_everyday_ones_is_refused_and_says_how_far_above_the_floor(services):
+    response = services.ask(AskRequest(question="How do I knit a scarf as a beginner?", corpus="small"))
+    assert response.refused and response.refusal_reason.startswith("low_retrieval_confidence")
+    assert "above this corpus's floor" in response.refusal_reason
+    trace = services.trace(response.trace_id)
+    assert trace["retrieval_floor"] == services.pipeline.null_levels.level("small", services.corpus("small").version)
+    assert trace["retrieval_confidence"] - trace["retrieval_floor"] < load_thresholds().min_retrieval_margin
+
+
+def test_a_question_the_pages_answer_clears_the_margin(services):
+    response = services.ask(AskRequest(question="How do I deploy my Astro site to Heroku?", corpus="small"))
+    trace = services.trace(response.trace_id)
+    assert trace["retrieval_confidence"] - trace["retrieval_floor"] >= load_thresholds().min_retrieval_margin
+    assert not (response.refusal_reason or "").startswith("low_retrieval_confidence")
+
+
+def test_a_thresholds_file_with_the_old_absolute_threshold_is_a_clear_error(tmp_path):
+    old = tmp_path / "thresholds.toml"
+    old.write_text(
+        "[thresholds]\nmin_retrieval_score = 0.4971\nsupport_min_coverage = 0.5\n"
+        "support_min_similarity = 0.5\nextractive_min_sentence_score = 0.3\n"
+    )
+    with pytest.raises(ThresholdsError, match="replaced by min_retrieval_margin.*citedocs calibrate"):
+        load_thresholds(old)
