@@ -22,7 +22,7 @@ class Thresholds:
     min_retrieval_margin: float
     support_min_coverage: float  # share of a claim's content words found in its cited chunks
     support_min_similarity: float  # bi-encoder cosine between a claim and its best evidence sentence
-    extractive_min_sentence_score: float  # extractive backend: weakest sentence it will quote
+    extractive_min_sentence_score: float  # extractive backend: weakest sentence it quotes beside the best one
     min_grade: float = 0.5  # LLM grader: P(passage helps) below this drops the chunk before generation
     min_entailment: float = 0.5  # LLM verifier: P(entailment) at least this for a cited chunk to support a claim
     calibrated_on: str = ""  # what min_retrieval_margin was fitted on
