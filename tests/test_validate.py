@@ -252,6 +252,14 @@ def test_names_in_a_sentence_that_states_the_users_situation_are_not_looked_up()
     ]  # no sentence asks with "?": every sentence counts
 
 
+def test_another_programs_command_line_is_not_a_false_premise_but_the_documented_ones_is():
+    probe = ChunksProbe(RETRIEVED)
+    assert unsupported_question_terms("How do I run `pybabel extract` on my pages?", RETRIEVED, probe) == []
+    assert unsupported_question_terms("What does `astro dev --watch-all` do?", RETRIEVED, probe) == [
+        "astro dev --watch-all"
+    ]  # `astro` is named in the docs: its made-up flag is still refused
+
+
 def test_an_api_name_written_without_backticks_must_exist_in_the_docs():
     probe = ChunksProbe(RETRIEVED)
     question = "How do I read import.meta.env.STAGING_ONLY with the @env.load_mode decorator?"

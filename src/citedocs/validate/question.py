@@ -13,8 +13,9 @@ Four general signals, none tuned per question:
 
 What the user names as their own is never looked up: quoted file names and paths, URLs, call
 arguments, code introduced as theirs ("a component called `mybanner`", "my docs/api/ folder"),
-quoted statements of their own code (`[y for x in data if y := f(x)]`) and whatever a sentence that
-does not ask names ("My CLI has --json and --csv flags. How do I ...?"). A contraction or possessive
+quoted statements of their own code (`[y for x in data if y := f(x)]`), a command line of a program
+the corpus never names (`pybabel extract`) and whatever a sentence that does not ask names ("My CLI
+has --json and --csv flags. How do I ...?"). A contraction or possessive
 ("I'm", "IDE's") is not a proper name.
 """
 
@@ -38,6 +39,7 @@ _USER_NAMED = re.compile(r"\b(?:called|named|my)\s*$", re.IGNORECASE)
 _USER_OWN_TOKEN = re.compile(r"\b(my\s+)[\w.@~/-]*[/._:][\w.@~/:-]*", re.IGNORECASE)
 _API_NAME = re.compile(r"(?<![\w.$@])@?[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
 _CLITIC = re.compile(r"'(?:s|m|re|ve|ll|d|t)$", re.IGNORECASE)
+_PROGRAM = re.compile(r"[a-z][a-z0-9_-]*")  # the first word of a command line
 # words that make a quoted span a statement of the user's own code, not a name the docs should define
 _STATEMENT_WORDS = frozenset("for in if else as import from def return lambda await async with while class const let var function except try yield".split())
 
@@ -65,6 +67,9 @@ def _quoted_code_missing(question: str, probe: CorpusProbe) -> list[str]:
             continue
         if len(_STATEMENT_WORDS & {w.rstrip("*:") for w in span.split()}) >= 2:
             continue  # `[y for x in data if y := f(x)]`, `except* ValueError as e:`: their own code
+        words = span.split()
+        if len(words) >= 2 and _PROGRAM.fullmatch(words[0]) and not probe.mentions(words[0]):
+            continue  # `pybabel extract`: a command line of a program the docs never name is another tool's
         code = span if match.group(2) else _CALL_ARGUMENTS.sub("", span)
         parts = code_parts(code)
         if parts and not probe.has_sequence(parts):
