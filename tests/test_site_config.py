@@ -211,3 +211,12 @@ def test_cli_page_urls_flag_sets_citation_urls_and_a_later_ingest_keeps_them(tmp
     store = Services.open().store
     chunks = store.get_chunks("sx", list(store.chunk_hashes("sx")))
     assert {chunk.url for chunk in chunks} == {"https://x.example.org/guide.html#install"}
+
+
+def test_a_sphinx_site_in_myst_markdown_is_a_clear_error_that_says_so(tmp_path):
+    from citedocs.ingest.pipeline import IngestError, find_documents
+
+    write_docs(tmp_path, {"conf.py": "extensions = ['myst_parser']\n", "index.md": "# Home\n\n```{note}\nHi\n```\n"})
+    assert plan_ingest(tmp_path, None, None, None, SITE).format == "rst"
+    with pytest.raises(IngestError, match="1 Markdown files: a Sphinx site written in MyST Markdown is not read yet"):
+        find_documents(tmp_path, RST)

@@ -108,8 +108,15 @@ def _walk(source_dir: Path, reader: Reader) -> tuple[list[Path], list[OutsideRoo
         raise IngestError(f"not a folder: {source_dir}. Pass the folder that holds your docs ({kinds}).")
     files, outside = walk_docs(source_dir, tuple(reader.suffixes))
     if not files:
+        markdown, _ = walk_docs(source_dir, (".md", ".mdx"))
+        hint = (
+            f" It holds {len(markdown)} Markdown files: a Sphinx site written in MyST Markdown is not read yet"
+            " (--format mdx reads the text, but its anchors will not match Sphinx's)."
+            if reader.name == "rst" and markdown
+            else ""
+        )
         raise IngestError(
-            f"no {reader.label} files ({kinds}) under {source_dir}; nothing was changed. "
+            f"no {reader.label} files ({kinds}) under {source_dir}; nothing was changed.{hint} "
             "Check the path, or name the docs format with --format."
         )
     return files, outside
