@@ -220,3 +220,16 @@ def test_a_sphinx_site_in_myst_markdown_is_a_clear_error_that_says_so(tmp_path):
     assert plan_ingest(tmp_path, None, None, None, SITE).format == "rst"
     with pytest.raises(IngestError, match="1 Markdown files: a Sphinx site written in MyST Markdown is not read yet"):
         find_documents(tmp_path, RST)
+
+
+def test_mkdocstrings_lines_are_noted_not_indexed_and_code_samples_of_them_stay():
+    text = (
+        "# API\n\nThe request class.\n\n::: starlette.requests.Request\n    options:\n      show_source: false\n\n"
+        "## Usage\n\nCall it.\n\n```text\n::: not.api\n```\n"
+    )
+    page = read(text, rel="api.md")
+    assert [(s.anchor, [b.text for b in s.blocks]) for s in page.sections[1:]] == [
+        ("api", ["The request class."]),
+        ("usage", ["Call it.", "```text\n::: not.api\n```"]),
+    ]
+    assert page.notes == ("mkdocstrings `::: starlette.requests.Request` renders API text from code outside the docs; not indexed",)

@@ -17,7 +17,9 @@ Where the dialect departs from CommonMark, and what this reader does about it:
   (`` `#!python x` ``); a fenced block with code annotations (``# (1)!``) is kept in one chunk
   with the numbered list that explains it;
 * snippet lines (``--8<-- "file"``) and FastAPI-style include lines (``{* path *}``) are replaced by
-  the file when it lies inside the corpus, otherwise dropped and noted.
+  the file when it lies inside the corpus, otherwise dropped and noted;
+* a mkdocstrings line (``::: package.module``, with its indented options) is dropped and noted: the
+  API text it renders comes from code, not from the docs folder.
 Anchors follow Python-Markdown's ``toc`` (see ``slugs.PythonMarkdownSlugger``) with the slug function
 the site's config names; page URLs are MkDocs' directory URLs (``site_url`` + path without ``.md`` +
 ``/``) unless the config turns them off (``for_site``, fed by ``ingest.detect``)."""
@@ -52,6 +54,7 @@ _INLINE_HILITE = re.compile(r"^#!\w[\w+#.-]* ")  # InlineHilite's language prefi
 _SNIPPET = re.compile(r"""^([ \t]*)(;?)-+8<-+[ \t]+(["'])(.+?)\3[ \t]*$""")
 _SNIPPET_BLOCK = re.compile(r"^([ \t]*)(;?)-+8<-+[ \t]*$")
 _INCLUDE = re.compile(r"^([ \t]*)\{\*[ \t]+(\S+)(.*?)\*\}[ \t]*$")
+_AUTODOC = re.compile(r"^:::[ \t]+([\w.:-]+)[ \t]*$")  # mkdocstrings: ::: package.module.Object
 _MAX_DEPTH = 4  # snippets may include snippets; a cycle stops here
 
 
@@ -204,6 +207,20 @@ def _comment_rule(state: StateBlock, start_line: int, end_line: int, silent: boo
     return True
 
 
+def _autodoc_rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
+    """A mkdocstrings ``::: package.module`` line and its indented options: the API reference it
+    renders is generated from code that is not in the docs folder, so it contributes nothing (noted)."""
+    if state.sCount[start_line] - state.blkIndent >= 4:
+        return False
+    match = _AUTODOC.match(_line_text(state, start_line))
+    if not match:
+        return False
+    if not silent:
+        state.line = _indented_end(state, start_line, end_line, state.sCount[start_line] + 1)
+        state.env["notes"].append(f"mkdocstrings `::: {match.group(1)}` renders API text from code outside the docs; not indexed")
+    return True
+
+
 def _clean_text(text: str) -> str:
     return _SHORTCODE.sub("", _INLINE_ATTRS.sub("", text))
 
@@ -260,6 +277,7 @@ def build_parser() -> MarkdownIt:
     front_matter_plugin(md)
     alt = {"alt": ["paragraph", "reference", "blockquote", "list"]}
     md.block.ruler.before("fence", "mkdocs_comment", _comment_rule, alt)
+    md.block.ruler.before("fence", "mkdocstrings", _autodoc_rule, alt)
     md.block.ruler.before("fence", "admonition", _indented_rule(_ADMONITION, "admonition", _admonition_title), alt)
     md.block.ruler.before("fence", "content_tab", _indented_rule(_TAB, "tab", lambda m: m.group(1)), alt)
     md.block.ruler.before("fence", "pymdown_block", _pymdown_block_rule, alt)
