@@ -86,13 +86,29 @@ class ExtractiveGenerator:
             overlap = len(question_terms & content_terms(candidate.text)) / max(1, len(question_terms))
             candidate.score = 0.6 * float(similarity) + 0.4 * overlap - 0.05 * candidate.chunk_rank
         prose = [c for c in candidates if not c.is_code]
-        best = max(prose, key=lambda c: c.score, default=None)
-        if best is None:
+        if not prose:
             return self._decline("the retrieved docs hold no quotable sentence")
-        # Whether to answer was decided before generation (retrieval margin, question gate): a weak
-        # best sentence is still the closest the docs come. Declining on its score refused only
-        # answerable questions (7 of 7 such declines over every case set, 2026-11-25), mostly long
-        # questions whose story dilutes every sentence's score.
+        chosen = self._choose(prose, candidates)
+        if _ASKS_AMOUNT.search(question) and not any(_AMOUNT.search(c.text) for c in chosen):
+            # an answer to "how many ...?" without a number does not answer it: quote the closest
+            # passage that states one, else decline (the docs lack the asked figure)
+            stated = max((c for c in candidates if _AMOUNT.search(c.text)), key=lambda c: c.score, default=None)
+            if stated is None or stated.score < self.min_sentence_score:
+                return self._decline("no sentence in the retrieved docs states the amount the question asks for")
+            chosen.append(stated)
+        chosen.sort(key=lambda c: (c.chunk_rank, c.position))
+        lines = [c.text + f"\n[{c.chunk.id}]" if c.is_code else with_markers(c.text, [c.chunk.id]) for c in chosen]
+        return Generation(text="\n".join(lines), backend=self.name, model=self.model, prompt_version=PROMPT_VERSION)
+
+    def _choose(self, prose: list[_Candidate], candidates: list[_Candidate]) -> list[_Candidate]:
+        """The best sentence, the section's lead, the next best up to ``max_units``, and the code
+        sample that follows one of them.
+
+        Whether to answer was decided before generation (retrieval margin, question gate): a weak
+        best sentence is still the closest the docs come. Declining on its score refused only
+        answerable questions (7 of 7 such declines over every case set, 2026-11-25), mostly long
+        questions whose story dilutes every sentence's score."""
+        best = max(prose, key=lambda c: c.score)
         floor = max(self.min_sentence_score, 0.8 * best.score)
         chosen = [best]
         lead = next((c for c in prose if c.chunk_rank == 0), None)  # a section's opening states its point
@@ -110,16 +126,7 @@ class ExtractiveGenerator:
         code = self._code_after(chosen, candidates)
         if code:
             chosen.append(code)
-        if _ASKS_AMOUNT.search(question) and not any(_AMOUNT.search(c.text) for c in chosen):
-            # an answer to "how many ...?" without a number does not answer it: quote the closest
-            # passage that states one, else decline (the docs lack the asked figure)
-            stated = max((c for c in candidates if _AMOUNT.search(c.text)), key=lambda c: c.score, default=None)
-            if stated is None or stated.score < self.min_sentence_score:
-                return self._decline("no sentence in the retrieved docs states the amount the question asks for")
-            chosen.append(stated)
-        chosen.sort(key=lambda c: (c.chunk_rank, c.position))
-        lines = [c.text + f"\n[{c.chunk.id}]" if c.is_code else with_markers(c.text, [c.chunk.id]) for c in chosen]
-        return Generation(text="\n".join(lines), backend=self.name, model=self.model, prompt_version=PROMPT_VERSION)
+        return chosen
 
     @staticmethod
     def _code_after(chosen: list[_Candidate], candidates: list[_Candidate]) -> _Candidate | None:
