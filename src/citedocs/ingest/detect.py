@@ -315,8 +315,8 @@ def plan_ingest(
             raise DetectionError(f"--page-urls applies to Sphinx (rst) and MkDocs sites; {format} pages keep their own URLs")
         site = replace(site, directory_urls=PAGE_URLS[page_urls])
         reasons.append(f"{page_urls} page URLs from --page-urls")
-    elif remembered and remembered_directory_urls(remembered[0]) != site.directory_urls:
-        site = replace(site, directory_urls=remembered_directory_urls(remembered[0]))
+    elif remembered and (directory_urls := remembered_directory_urls(remembered[0])) != site.directory_urls:
+        site = replace(site, directory_urls=directory_urls)
         reasons.append("page URL layout remembered for this corpus (pass --page-urls to change it)")
     if base_url:
         reasons.append("base URL from --base-url")

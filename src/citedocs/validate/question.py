@@ -65,9 +65,9 @@ def _quoted_code_missing(question: str, probe: CorpusProbe) -> list[str]:
         span = (match.group(1) or match.group(2)).strip()
         if _URL.search(span) or _FILE_PATH.match(span) or _USER_NAMED.search(question[: match.start()]):
             continue
-        if len(_STATEMENT_WORDS & {w.rstrip("*:") for w in span.split()}) >= 2:
-            continue  # `[y for x in data if y := f(x)]`, `except* ValueError as e:`: their own code
         words = span.split()
+        if len(_STATEMENT_WORDS & {w.rstrip("*:") for w in words}) >= 2:
+            continue  # `[y for x in data if y := f(x)]`, `except* ValueError as e:`: their own code
         if len(words) >= 2 and _PROGRAM.fullmatch(words[0]) and not probe.mentions(words[0]):
             continue  # `pybabel extract`: a command line of a program the docs never name is another tool's
         code = span if match.group(2) else _CALL_ARGUMENTS.sub("", span)
