@@ -3,12 +3,17 @@
 A unit is a prose sentence, a list item, a table row or a whole fenced code block (code is never
 split). Periods inside identifiers (``import.meta.env``), abbreviations and versions do not end a
 sentence; citation markers that follow a sentence's final period stay with that sentence.
+
+Questions are split differently (``question_sentences``, ``asked_clauses``): a user's question is
+one line of chat whose sentences state their situation or ask, and one sentence may ask two things.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from .text import query_terms
 
 _FENCE = re.compile(r"^```[^\n]*\n.*?^```[ \t]*$", re.S | re.M)
 _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "approx.", "cf.")
@@ -80,3 +85,49 @@ def settled_units(partial: str) -> list[Unit]:
     if units and not units[-1].is_code and not re.search(r"\w", _BRACKETED.sub("", units[-1].text)):
         units.pop()  # only (part of) a marker so far: the unit before it may still gain it
     return units[:-1]
+
+
+_QUESTION_SENTENCE_END = re.compile(r"[.!?](?=\s+[A-Z])")
+# where one asking sentence starts asking a second thing: ", and how ...", "; ...", "? And ..."
+_CLAUSE_BREAK = re.compile(r",?\s+and\s+then\s+|,\s+(?:and|or|but)\s+|;\s+", re.IGNORECASE)
+
+
+def _mask_code(text: str) -> str:
+    """``text`` with its backticked spans blanked (same length), so no split happens inside code."""
+    return re.sub(r"`[^`]*`", lambda m: "`" + "x" * (len(m.group(0)) - 2) + "`", text)
+
+
+def _clauses(sentence: str, min_terms: int) -> list[str]:
+    """The sentence cut at each clause break; a piece too short to ask anything ("or not?") stays,
+    as written, with the piece before it."""
+    spans: list[list[int]] = []
+    start = 0
+    for end, resume in [*((m.start(), m.end()) for m in _CLAUSE_BREAK.finditer(_mask_code(sentence))), (len(sentence), 0)]:
+        if spans and len(query_terms(sentence[start:end])) < min_terms:
+            spans[-1][1] = end
+        else:
+            spans.append([start, end])
+        start = resume
+    return [sentence[a:b].strip() for a, b in spans if sentence[a:b].strip()]
+
+
+def question_sentences(question: str) -> list[str]:
+    """A question's sentences: each ends at ``.``, ``!`` or ``?`` before a capital ("i.e. the" goes
+    on), never inside backticks."""
+    masked = _mask_code(question)
+    ends = [m.end() for m in _QUESTION_SENTENCE_END.finditer(masked)]
+    spans = zip([0, *ends], [*ends, len(question)])
+    return [question[a:b].strip() for a, b in spans if question[a:b].strip()]
+
+
+def asked_sentences(question: str) -> list[str]:
+    """The sentences that ask (end in ``?``), or the whole question when none does."""
+    asking = [s for s in question_sentences(question) if s.endswith("?")]
+    return asking or [question.strip()]
+
+
+def asked_clauses(question: str, min_terms: int = 3) -> list[str]:
+    """The separate things a question asks: its asking sentences, each cut where a coordinated clause
+    starts ("How do I start it, and how do I stop it?"). A clause with fewer than ``min_terms``
+    search terms ("or is it?") stays with the one before it. One clause: the question asks one thing."""
+    return [clause for sentence in asked_sentences(question) for clause in _clauses(sentence, min_terms)]

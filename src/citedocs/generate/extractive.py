@@ -11,10 +11,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..contract import HistoryTurn
 from ..embedding_cache import EmbeddingCache, question_vector
 from ..encoders import BiEncoder
-from ..sentences import split_units
+from ..sentences import asked_clauses, split_units
 from ..types import Chunk
 from ..validate.markers import with_markers
 from ..validate.support import content_terms
@@ -35,6 +37,15 @@ _AMOUNT = re.compile(
     r"hundred|thousand|million|once|twice|unlimited|no\s+limit)\b",
     re.IGNORECASE,
 )
+
+
+_CODE_BONUS = 0.2  # how far ahead a sentence naming code competes (see ``_choose``)
+
+
+def _score(candidate: _Candidate, similarity: float, asked_terms: set[str]) -> float:
+    """How well a sentence answers: its meaning, the asked words it repeats, and its chunk's rank."""
+    overlap = len(asked_terms & content_terms(candidate.text)) / max(1, len(asked_terms))
+    return 0.6 * similarity + 0.4 * overlap - 0.05 * candidate.chunk_rank
 
 
 def _names_code(candidate: _Candidate) -> bool:
@@ -63,7 +74,11 @@ class ExtractiveGenerator:
         self.chunks_considered = chunks_considered
 
     def _candidates(self, chunks: Sequence[Chunk]) -> list[_Candidate]:
+        """The quotable units of the top chunks. Consecutive chunks of a section overlap, so a sentence
+        repeated in a later chunk is left out: quoted twice, it would fill a slot and say nothing new.
+        (Code stays: a sample is quoted once at most, after the sentence that leads into it.)"""
         out = []
+        seen: set[str] = set()
         for rank, chunk in enumerate(chunks[: self.chunks_considered]):
             for position, unit in enumerate(split_units(chunk.text)):
                 text = unit.text if unit.is_code else _LIST_MARKER.sub("", unit.text)
@@ -71,6 +86,9 @@ class ExtractiveGenerator:
                     continue  # long samples are better read at the source
                 if not unit.is_code and len(content_terms(text)) < 3:
                     continue  # fragments like "For example:" carry no claim
+                if not unit.is_code and text in seen:
+                    continue
+                seen.add(text)
                 out.append(_Candidate(rank, position, chunk, text, unit.is_code))
         return out
 
@@ -78,17 +96,14 @@ class ExtractiveGenerator:
         candidates = self._candidates(chunks)
         if not candidates:
             return self._decline("the retrieved docs hold no quotable sentence")
-        question_terms = content_terms(question)
         # a sentence is scored with its section heading, which often carries the topic it omits
-        texts = [f"{c.chunk.section}: {c.text}" for c in candidates]
-        similarities = self.sentences.encode(texts) @ question_vector(question, self.encoder)
-        for candidate, similarity in zip(candidates, similarities):
-            overlap = len(question_terms & content_terms(candidate.text)) / max(1, len(question_terms))
-            candidate.score = 0.6 * float(similarity) + 0.4 * overlap - 0.05 * candidate.chunk_rank
+        vectors = self.sentences.encode([f"{c.chunk.section}: {c.text}" for c in candidates])
+        for candidate, similarity in zip(candidates, vectors @ question_vector(question, self.encoder)):
+            candidate.score = _score(candidate, float(similarity), content_terms(question))
         prose = [c for c in candidates if not c.is_code]
         if not prose:
             return self._decline("the retrieved docs hold no quotable sentence")
-        chosen = self._choose(prose, candidates)
+        chosen = self._choose(prose, candidates, self._clause_answers(question, candidates, vectors))
         if _ASKS_AMOUNT.search(question) and not any(_AMOUNT.search(c.text) for c in chosen):
             # an answer to "how many ...?" without a number does not answer it: quote the closest
             # passage that states one, else decline (the docs lack the asked figure)
@@ -100,9 +115,26 @@ class ExtractiveGenerator:
         lines = [c.text + f"\n[{c.chunk.id}]" if c.is_code else with_markers(c.text, [c.chunk.id]) for c in chosen]
         return Generation(text="\n".join(lines), backend=self.name, model=self.model, prompt_version=PROMPT_VERSION)
 
-    def _choose(self, prose: list[_Candidate], candidates: list[_Candidate]) -> list[_Candidate]:
-        """The best sentence, the section's lead, the next best up to ``max_units``, and the code
-        sample that follows one of them.
+    def _clause_answers(self, question: str, candidates: list[_Candidate], vectors: np.ndarray) -> list[_Candidate]:
+        """For a question that asks several things ("what command ..., and is there a conventional
+        name ...?"), the prose sentence that best answers each (none for a single ask): scored against
+        the whole question, the sentence answering its larger part outranks every answer to the rest."""
+        clauses = asked_clauses(question)
+        if len(clauses) < 2:
+            return []
+        similarities = vectors @ self.encoder.encode(clauses).T
+        answers = []
+        for n, clause in enumerate(clauses):
+            terms = content_terms(clause)
+            scored = [(_score(c, float(similarities[i, n]), terms), c) for i, c in enumerate(candidates) if not c.is_code]
+            score, best = max(scored, key=lambda pair: pair[0] + _CODE_BONUS * _names_code(pair[1]))
+            if score >= self.min_sentence_score and best not in answers:
+                answers.append(best)
+        return answers
+
+    def _choose(self, prose: list[_Candidate], candidates: list[_Candidate], clause_answers: list[_Candidate]) -> list[_Candidate]:
+        """The best sentence, the best for each thing the question asks, the section's lead, the next
+        best up to ``max_units``, and the code sample that goes with them.
 
         Whether to answer was decided before generation (retrieval margin, question gate): a weak
         best sentence is still the closest the docs come. Declining on its score refused only
@@ -110,9 +142,9 @@ class ExtractiveGenerator:
         questions whose story dilutes every sentence's score."""
         best = max(prose, key=lambda c: c.score)
         floor = max(self.min_sentence_score, 0.8 * best.score)
-        chosen = [best]
+        chosen = [best, *(c for c in clause_answers if c is not best)]
         lead = next((c for c in prose if c.chunk_rank == 0), None)  # a section's opening states its point
-        if lead is not None and lead is not best and lead.score >= 0.7 * best.score:
+        if lead is not None and lead not in chosen and lead.score >= 0.7 * best.score and len(chosen) < self.max_units:
             chosen.append(lead)
         # A sentence that names code (an option, a command, a function: what how-to answers hinge on)
         # qualifies down to 0.6 x the best score and competes for the last slots 0.2 ahead of prose
@@ -120,18 +152,20 @@ class ExtractiveGenerator:
         code_floor = max(self.min_sentence_score, 0.6 * best.score)
         rest = sorted(
             (c for c in prose if c not in chosen and (c.score >= floor or (_names_code(c) and c.score >= code_floor))),
-            key=lambda c: -(c.score + 0.2 * _names_code(c)),
+            key=lambda c: -(c.score + _CODE_BONUS * _names_code(c)),
         )
         chosen += rest[: max(0, self.max_units - 1 - len(chosen))]
-        code = self._code_after(chosen, candidates)
+        code = self._code_sample(chosen, candidates)
         if code:
             chosen.append(code)
         return chosen
 
     @staticmethod
-    def _code_after(chosen: list[_Candidate], candidates: list[_Candidate]) -> _Candidate | None:
-        """The code sample right after a chosen sentence (commands and config usually follow their prose);
-        a sentence ending in a colon announces its sample, so its sample comes first."""
+    def _code_sample(chosen: list[_Candidate], candidates: list[_Candidate]) -> _Candidate | None:
+        """The code sample that goes with the chosen sentences: the one right after a chosen sentence
+        (commands and config usually follow their prose; a sentence ending in a colon announces its
+        sample, so its sample comes first), else the sample in a chosen sentence's chunk that best
+        matches the question (a sample before its prose, or a paragraph away, still belongs to it)."""
         for sentence in sorted(chosen, key=lambda c: not c.text.rstrip().endswith(":")):
             for candidate in candidates:
                 if (
@@ -140,7 +174,8 @@ class ExtractiveGenerator:
                     and 0 < candidate.position - sentence.position <= 2
                 ):
                     return candidate
-        return None
+        chunks = {id(c.chunk) for c in chosen}
+        return max((c for c in candidates if c.is_code and id(c.chunk) in chunks), key=lambda c: c.score, default=None)
 
     def _decline(self, reason: str) -> Generation:
         return Generation(

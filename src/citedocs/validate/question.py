@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from typing import Protocol
 
+from ..sentences import asked_sentences
 from ..text import STOPWORDS
 from ..types import Chunk
 from .support import content_terms, specific_terms
@@ -96,16 +97,11 @@ def _as_written(term: str, question: str) -> str:
 
 
 def asked_part(question: str) -> str:
-    """The sentences that ask (end in ``?``), or the whole question when none does.
+    """The sentences that ask, or the whole question when none does.
 
     A sentence that states the user's situation ("My CLI has --json and --csv output flags.", "I
-    also want it to restart when I edit settings.yaml.") names their own things, not the docs'.
-    A sentence ends at ``.``, ``!`` or ``?`` before a capital ("i.e. the" goes on), never in backticks."""
-    masked = re.sub(r"`[^`]*`", lambda m: "`" + "x" * (len(m.group(0)) - 2) + "`", question)
-    ends = [m.end() for m in re.finditer(r"[.!?](?=\s+[A-Z])", masked)]
-    sentences = [question[a:b].strip() for a, b in zip([0, *ends], [*ends, len(question)])]
-    asking = [s for s in sentences if s.endswith("?")]
-    return " ".join(asking) if asking else question
+    also want it to restart when I edit settings.yaml.") names their own things, not the docs'."""
+    return " ".join(asked_sentences(question))
 
 
 def unsupported_question_terms(question: str, evidence: list[Chunk], probe: CorpusProbe) -> list[str]:
