@@ -213,13 +213,16 @@ def test_cli_page_urls_flag_sets_citation_urls_and_a_later_ingest_keeps_them(tmp
     assert {chunk.url for chunk in chunks} == {"https://x.example.org/guide.html#install"}
 
 
-def test_a_sphinx_site_in_myst_markdown_is_a_clear_error_that_says_so(tmp_path):
-    from citedocs.ingest.pipeline import IngestError, find_documents
+def test_a_sphinx_site_in_myst_markdown_is_detected_and_its_md_pages_are_read(tmp_path):
+    from citedocs.ingest.pipeline import find_documents
 
     write_docs(tmp_path, {"conf.py": "extensions = ['myst_parser']\n", "index.md": "# Home\n\n```{note}\nHi\n```\n"})
-    assert plan_ingest(tmp_path, None, None, None, SITE).format == "rst"
-    with pytest.raises(IngestError, match="1 Markdown files: a Sphinx site written in MyST Markdown is not read yet"):
-        find_documents(tmp_path, RST)
+    plan = plan_ingest(tmp_path, None, None, None, SITE)
+    assert plan.format == "rst" and "MyST Markdown (.md) via myst_parser" in plan.describe()
+    reader = for_site(RST, plan.site)
+    assert [p.name for p in find_documents(tmp_path, reader)] == ["index.md"]
+    page = reader.read(SourceFile("index.md", (tmp_path / "index.md").read_text(), tmp_path, SITE))
+    assert [(s.anchor, [b.text for b in s.blocks]) for s in page.sections[1:]] == [("home", ["Note:\n> Hi"])]
 
 
 def test_mkdocstrings_lines_are_noted_not_indexed_and_code_samples_of_them_stay():

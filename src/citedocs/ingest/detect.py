@@ -21,6 +21,7 @@ import yaml
 from .pipeline import IngestError
 from .readers import SiteOptions, remembered_directory_urls
 from .slugs import toc_slugify
+from .sphinx_conf import myst_options
 
 FORMATS = ("mdx", "mkdocs", "vitepress", "rst", "html")
 _JS_SUFFIXES = (".js", ".ts", ".mjs", ".mts", ".cjs", ".cts")
@@ -166,7 +167,9 @@ def _generators(folder: Path) -> list[Detection]:
         if conf.is_file():
             match = re.search(r"""^html_baseurl\s*=\s*['"]([^'"]+)['"]""", conf.read_text(errors="replace"), re.M)
             site, builder = _sphinx_builder([conf.parent, conf.parent.parent, folder])
-            reason = f"{conf.relative_to(folder)} (Sphinx; {builder})"
+            myst, notes = myst_options(conf)
+            site = replace(site, myst=myst)
+            reason = f"{conf.relative_to(folder)} (Sphinx; {'; '.join([builder, *notes])})"
             found.append(Detection("rst", conf.parent, match.group(1) if match else None, reason, site))
             break
     return found

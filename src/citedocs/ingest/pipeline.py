@@ -110,8 +110,8 @@ def _walk(source_dir: Path, reader: Reader) -> tuple[list[Path], list[OutsideRoo
     if not files:
         markdown, _ = walk_docs(source_dir, (".md", ".mdx"))
         hint = (
-            f" It holds {len(markdown)} Markdown files: a Sphinx site written in MyST Markdown is not read yet"
-            " (--format mdx reads the text, but its anchors will not match Sphinx's)."
+            f" It holds {len(markdown)} Markdown files, which Sphinx reads (as MyST) only when conf.py's"
+            " extensions name myst_parser or myst_nb, and no conf.py found with the docs does."
             if reader.name == "rst" and markdown
             else ""
         )

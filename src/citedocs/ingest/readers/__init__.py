@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -19,23 +19,36 @@ class SourceFile:
 
 
 @dataclass(frozen=True)
+class MystOptions:
+    """A Sphinx site's MyST Markdown pages: the suffixes Sphinx parses as MyST (``.md``, plus any
+    ``source_suffix`` maps to ``markdown``) and ``conf.py``'s ``myst_*`` settings, as JSON values,
+    which myst-parser reads as Sphinx hands them over (``myst_enable_extensions``, ...)."""
+
+    suffixes: tuple[str, ...] = (".md",)
+    settings: tuple[tuple[str, str], ...] = ()  # (("myst_heading_anchors", "3"), ...)
+
+
+@dataclass(frozen=True)
 class SiteOptions:
     """Settings in a site generator's config that change a page's URL or its anchors.
 
     The defaults are the generator's own, so a site without such settings reads exactly as before.
     MkDocs has them (``use_directory_urls`` and ``toc``'s ``slugify`` and ``separator``); for Sphinx, the
-    builder (``dirhtml`` or ``html``) decides the URL layout."""
+    builder (``dirhtml`` or ``html``) decides the URL layout and ``conf.py`` whether ``.md`` pages are MyST."""
 
     directory_urls: bool = True  # ``page/`` rather than ``page.html`` (MkDocs' default, Sphinx dirhtml)
     toc_slugify: str = ""  # dotted name of ``toc``'s slug function; "" is Python-Markdown's own
     toc_slugify_options: tuple[tuple[str, object], ...] = ()  # its keyword arguments (``case: lower``)
     toc_separator: str = "-"
+    myst: MystOptions | None = field(default=None, repr=False)  # a Sphinx site that enables MyST
 
     def fingerprint(self) -> str:
         """Short and stable; part of the reader's version, so changing a setting rebuilds the index.
         ``html.`` leads when pages are ``.html`` files: a later ingest reads the layout back from the
-        corpus's pipeline (``remembered_directory_urls``), since a flag may have chosen it."""
-        digest = hashlib.sha256(repr(self).encode()).hexdigest()[:8]
+        corpus's pipeline (``remembered_directory_urls``), since a flag may have chosen it. MyST
+        settings join only where a site has them, so every other site keeps its fingerprint (and index)."""
+        described = repr(self) + (repr(self.myst) if self.myst else "")
+        digest = hashlib.sha256(described.encode()).hexdigest()[:8]
         return digest if self.directory_urls else f"html.{digest}"
 
 

@@ -5,6 +5,10 @@ first appear, ids exactly as Sphinx publishes them (``make_id`` of the title, ``
 repeats, ``.. _label:`` targets propagated onto the next section), nested lists and literal blocks
 after ``::``. Sphinx-only markup gets generic handlers (``rst_markup``) so it keeps its text.
 
+MyST Markdown pages of a site whose ``conf.py`` enables myst_parser are parsed by myst-parser into
+the same kind of doctree (``readers/myst.py``) and walked by the same code; only the id a section
+is cited by is read differently (``myst_section_anchor``).
+
 Anchors follow Sphinx's ``dirhtml`` output: a section is published with its title id, and a label
 just before it adds the label's id beside it; the reader cites the label when there is one, since
 that is the name the docs themselves link to (``:ref:``) and it survives title edits. A Python
@@ -16,15 +20,21 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from docutils import nodes
 from docutils.core import publish_doctree
+from docutils.parsers import Parser
+from docutils.readers import standalone
+from docutils.transforms.references import DanglingReferences
 from docutils.utils import SystemMessage
+from myst_parser.parsers.docutils_ import Parser as MystParser
 
 from ..document import Block, DocumentError, ParsedPage, Section, directory_url, file_url, page_path
-from . import SiteOptions, SourceFile
+from . import MystOptions, SiteOptions, SourceFile
+from .myst import MARKUP as MYST_MARKUP, myst_settings
 from .rst_markup import ParseContext, labelled, sphinx_markup
 
 _SKIPPED = (
@@ -39,6 +49,7 @@ _SKIPPED = (
     nodes.citation_reference,
     nodes.image,
     nodes.meta,
+    nodes.docinfo,  # a MyST page's front matter (Sphinx keeps it as metadata, off the page)
 )
 _LEVELS = {2: "warning", 3: "error", 4: "severe"}
 _ERROR, _SEVERE = 3, 4
@@ -76,6 +87,14 @@ def _settings(context: ParseContext) -> dict:
         "_disable_config": True,
         "traceback": True,
     }
+
+
+class _SphinxReader(standalone.Reader):
+    """docutils' standalone reader less ``DanglingReferences``, as Sphinx's reader (``sphinx.io``):
+    a link to another page or an unknown target keeps its text instead of becoming an error."""
+
+    def get_transforms(self) -> list:
+        return [t for t in super().get_transforms() if t is not DanglingReferences]
 
 
 def _fence(code: str, language: str) -> str:
@@ -118,6 +137,17 @@ def _children_text(node: nodes.Element) -> str:
     return "\n\n".join(part for part in parts if part)
 
 
+def _language(node: nodes.Element) -> str:
+    """A code block's language: Sphinx's ``language`` attribute, else docutils' own convention,
+    ``classes=["code", "python"]`` (myst-parser's fences outside Sphinx, docutils' ``code``)."""
+    if node.get("language"):
+        return node["language"]
+    if isinstance(node, nodes.doctest_block):
+        return "pycon"
+    classes = node.get("classes", [])
+    return classes[1] if len(classes) > 1 and classes[0] == "code" else ""
+
+
 def _list_text(node: nodes.Element) -> str:
     items = []
     number = node.get("start", 1)
@@ -133,8 +163,7 @@ def _text(node: nodes.Node) -> str:
     if isinstance(node, _SKIPPED):
         return ""
     if isinstance(node, (nodes.literal_block, nodes.doctest_block)):
-        language = node.get("language", "") or ("pycon" if isinstance(node, nodes.doctest_block) else "")
-        return _fence(node.astext(), language)
+        return _fence(node.astext(), _language(node))
     if isinstance(node, (nodes.bullet_list, nodes.enumerated_list)):
         return _list_text(node)
     if isinstance(node, nodes.definition_list_item):
@@ -202,6 +231,12 @@ def section_anchor(section: nodes.section) -> str:
     return ids[1] if len(ids) > 1 else ids[0]
 
 
+def myst_section_anchor(section: nodes.section) -> str:
+    """A MyST section's first id: myst-parser already puts a ``(label)=`` target's id first and
+    heading slugs last, as Sphinx publishes them."""
+    return section["ids"][0]
+
+
 def _starts_section(node: nodes.Node) -> bool:
     """A titled section, or an object Sphinx publishes with its own anchor or whose description
     holds titled sections (Sphinx allows them there; each is published with its own id)."""
@@ -210,7 +245,7 @@ def _starts_section(node: nodes.Node) -> bool:
     return isinstance(node, labelled) and (bool(node.get("anchor")) or any(isinstance(c, nodes.section) for c in node.children))
 
 
-def _sections(document: nodes.document) -> tuple[str, list[Section]]:
+def _sections(document: nodes.document, anchor_of: Callable[[nodes.section], str]) -> tuple[str, list[Section]]:
     first = next((c for c in document.children if isinstance(c, nodes.section)), None)
     title = first[0].astext().strip() if first is not None else ""
     sections: list[Section] = []
@@ -244,7 +279,7 @@ def _sections(document: nodes.document) -> tuple[str, list[Section]]:
                 heading = child[0].astext().strip()
                 # the page title is the page's, not a heading inside it (as frontmatter titles are for MDX)
                 headings = heading_path if child is first else (*heading_path, heading)
-                walk(child, headings, (*anchor_path, section_anchor(child)))
+                walk(child, headings, (*anchor_path, anchor_of(child)))
             elif child.get("anchor"):
                 walk(child, (*heading_path, child["name"]), (*anchor_path, child["anchor"]), _label_line(child))
             else:  # no anchor of its own: its text stays cited to the enclosing section
@@ -265,16 +300,31 @@ def _messages(document: nodes.document) -> list[tuple[int, int | None, str]]:
 
 
 def parse_rst(source: SourceFile) -> tuple[nodes.document, list[str]]:
-    """The docutils doctree of one page, and its notes. Raises DocumentError for a broken page."""
+    """The docutils doctree of one reST page, and its notes. Raises DocumentError for a broken page."""
+    return parse_doctree(source, "reStructuredText")
+
+
+def parse_doctree(
+    source: SourceFile, dialect: str, parser: Parser | None = None, settings: dict | None = None, markup: dict | None = None
+) -> tuple[nodes.document, list[str]]:
+    """One page's doctree from ``parser`` (docutils' reST parser by default), Sphinx's settings and
+    the generic Sphinx markup (plus ``markup``, a dialect's own directives), and its notes: every
+    dialect that yields a doctree gets the same checks, sections and anchors."""
     context = ParseContext(root=source.root)
     path = source.root / source.rel_path
     try:
-        with sphinx_markup():
-            document = publish_doctree(source.text, source_path=str(path), settings_overrides=_settings(context))
+        with sphinx_markup(markup):
+            document = publish_doctree(
+                source.text,
+                source_path=str(path),
+                reader=_SphinxReader(),
+                parser=parser,
+                settings_overrides={**_settings(context), **(settings or {})},
+            )
     except SystemMessage as exc:  # only reached if a handler raises one itself
-        raise DocumentError(f"reStructuredText error: {exc}") from exc
+        raise DocumentError(f"{dialect} error: {exc}") from exc
     except Exception as exc:  # docutils raising is a defect in the page or markup it cannot read
-        raise DocumentError(f"reStructuredText parse failed ({type(exc).__name__}: {exc})") from exc
+        raise DocumentError(f"{dialect} parse failed ({type(exc).__name__}: {exc})") from exc
     messages = _messages(document)
     severe = [
         (line, text)
@@ -284,7 +334,7 @@ def parse_rst(source: SourceFile) -> tuple[nodes.document, list[str]]:
     if severe:
         line, text = severe[0]
         where = f" at line {line}" if line else ""
-        raise DocumentError(f"broken reStructuredText{where}: {text} Fix the markup and ingest again.")
+        raise DocumentError(f"broken {dialect}{where}: {text} Fix the markup and ingest again.")
     notes = context.notes + [
         f"line {line}: docutils {_LEVELS.get(level, level)}: {text}" if line else f"docutils {_LEVELS.get(level, level)}: {text}"
         for level, line, text in messages
@@ -295,21 +345,38 @@ def parse_rst(source: SourceFile) -> tuple[nodes.document, list[str]]:
 
 @dataclass(frozen=True)
 class RstReader:
-    """Sphinx reST pages. URLs follow the ``dirhtml`` builder (``page/``, ``index`` -> folder) unless
-    the site is built with ``html`` (``page.html``): see ``SiteOptions.directory_urls``."""
+    """Sphinx pages: reST, and MyST Markdown where ``conf.py`` enables it (``SiteOptions.myst``).
+    URLs follow the ``dirhtml`` builder (``page/``, ``index`` -> folder) unless the site is built
+    with ``html`` (``page.html``): see ``SiteOptions.directory_urls``."""
 
     name: str = "rst"
     label: str = "reStructuredText"
     suffixes: tuple[str, ...] = (".rst",)
     version: str = "3"
     directory_urls: bool = True
+    myst: MystOptions | None = None
 
     def for_site(self, site: SiteOptions) -> RstReader:
-        return replace(self, version=f"{self.version}.{site.fingerprint()}", directory_urls=site.directory_urls)
+        myst = site.myst
+        return replace(
+            self,
+            label=f"{RstReader.label} or MyST Markdown" if myst else RstReader.label,
+            suffixes=(*RstReader.suffixes, *(myst.suffixes if myst else ())),
+            version=f"{self.version}.{site.fingerprint()}",
+            directory_urls=site.directory_urls,
+            myst=myst,
+        )
+
+    def parse(self, source: SourceFile) -> tuple[nodes.document, list[str], Callable[[nodes.section], str]]:
+        """The page's doctree and notes, and how its sections' anchors are read from their ids."""
+        if self.myst and PurePosixPath(source.rel_path).suffix.lower() in self.myst.suffixes:
+            document, notes = parse_doctree(source, "MyST Markdown", MystParser(), myst_settings(self.myst), MYST_MARKUP)
+            return document, notes, myst_section_anchor
+        return *parse_rst(source), section_anchor
 
     def read(self, source: SourceFile) -> ParsedPage:
-        document, notes = parse_rst(source)
-        title, sections = _sections(document)
+        document, notes, anchor = self.parse(source)
+        title, sections = _sections(document, anchor)
         return ParsedPage(
             doc_path=source.rel_path,
             page=page_path(source.rel_path),

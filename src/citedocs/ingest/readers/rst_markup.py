@@ -26,6 +26,7 @@ from pathlib import Path
 from docutils import nodes, utils
 from docutils.parsers.rst import Directive, directives, roles
 from docutils.parsers.rst.directives.misc import Include as DocutilsInclude
+from docutils.statemachine import StringList
 
 
 @dataclass
@@ -112,6 +113,36 @@ class CodeBlock(Directive):
         return [nodes.literal_block(code, code, language=language)]
 
 
+class TestBlock(Directive):
+    """sphinx.ext.doctest's ``doctest``/``testcode``/``testoutput``: the page shows the code (the
+    argument names a test group, not a language); ``:hide:`` ones are not shown."""
+
+    optional_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+    option_spec = _AnyOptions()
+    languages = {"doctest": "pycon", "testcode": "python", "testoutput": ""}
+
+    def run(self) -> list[nodes.Node]:
+        if "hide" in self.options:
+            return []
+        code = "\n".join(self.content)
+        return [nodes.literal_block(code, code, language=self.languages[_local_name(self.name)])]
+
+
+class PythonExample(Directive):
+    """pallets-sphinx-themes' ``click:example`` (the code) and ``click:run`` (the invocation whose
+    output the build renders): Python code either way, no arguments (the code may start on the
+    directive's next line)."""
+
+    has_content = True
+    option_spec = _AnyOptions()
+
+    def run(self) -> list[nodes.Node]:
+        code = "\n".join(self.content)
+        return [nodes.literal_block(code, code, language="python")]
+
+
 class LiteralInclude(Directive):
     """A code file shown in the page: read when it lies inside the corpus, else noted."""
 
@@ -149,11 +180,12 @@ class Include(DocutilsInclude):
 def resolve_inside_root(directive: Directive, argument: str, what: str) -> Path | None:
     """The included file's real path, or None (and a note) when it is missing or outside the root.
 
-    Sphinx reads ``/x`` from the source root and ``x`` from the including file's folder.
+    Sphinx reads ``/x`` from the source root and ``x`` from the including file's folder (the state
+    machine's source: an included reST file, or the MyST page or file myst-parser is reading).
     """
     context = _context(directive)
     root = context.root.resolve()
-    current = Path(directive.state_machine.input_lines.source(directive.lineno - directive.state_machine.input_offset - 1))
+    current = Path(directive.state_machine.get_source_and_line(directive.lineno)[0])
     base = root if argument.startswith("/") else current.parent
     path = (base / argument.lstrip("/")).resolve()
     if not path.is_relative_to(root):
@@ -240,6 +272,58 @@ class Content(Directive):
         return _body(self)
 
 
+@dataclass
+class _GlossaryEntry:
+    terms: list[tuple[str, int]] = field(default_factory=list)  # (term, index of its line in the body)
+    definition: list[str] = field(default_factory=list)  # its lines, one indent level in
+    start: int = 0  # index of the definition's first line
+
+
+def _glossary_entries(content: list[str]) -> list[_GlossaryEntry]:
+    """A glossary body split as Sphinx splits it (``sphinx.domains.std.Glossary``): unindented lines
+    are terms (several may share a definition; `` : classifier`` is not shown), the indented lines
+    after them are the definition, ``.. `` lines are comments."""
+    entries: list[_GlossaryEntry] = []
+    in_definition, in_comment, indent = True, False, 0
+    for index, line in enumerate(content):
+        if not line.strip():
+            if in_definition and entries:
+                entries[-1].definition.append("")
+        elif not line[0].isspace():
+            in_comment = line.startswith(".. ")
+            if in_comment:
+                continue
+            if in_definition or not entries:
+                entries.append(_GlossaryEntry())
+                in_definition = False
+            entries[-1].terms.append((line.split(" : ")[0], index))
+        elif entries and not in_comment:
+            if not in_definition:
+                in_definition, indent = True, len(line) - len(line.lstrip())
+                entries[-1].start = index
+            entries[-1].definition.append(line[indent:])
+    return entries
+
+
+class Glossary(Directive):
+    """``glossary``: Sphinx reads the body itself, not as the page's markup (in a MyST page it would
+    be one paragraph): each entry is its terms, then its definition parsed as the page's markup."""
+
+    has_content = True
+    option_spec = _AnyOptions()
+
+    def run(self) -> list[nodes.Node]:
+        return [nodes.definition_list("", *(self.item(entry) for entry in _glossary_entries(list(self.content))))]
+
+    def item(self, entry: _GlossaryEntry) -> nodes.definition_list_item:
+        terms = [nodes.term("", "", *self.state.inline_text(text, self.content_offset + index + 1)[0]) for text, index in entry.terms]
+        definition = nodes.definition()
+        if entry.definition:
+            lines = StringList(entry.definition, source=self.content.source(entry.start))
+            self.state.nested_parse(lines, self.content_offset + entry.start, definition)
+        return nodes.definition_list_item("", *terms, definition)
+
+
 class TitledContent(Content):
     """``only``/``ifconfig``: page text that may hold whole sections, as Sphinx allows there."""
 
@@ -248,7 +332,8 @@ class TitledContent(Content):
 
 
 class Nothing(Directive):
-    """Directives that add no text to the page (``toctree``, ``index``, ``currentmodule``, ...)."""
+    """Directives that add no text to the page (``toctree``, ``index``, ``currentmodule``, ...);
+    ``contents`` is navigation, a list of the page's own headings."""
 
     optional_arguments = 1
     final_argument_whitespace = True
@@ -449,13 +534,16 @@ _NAMED = {
     "code": CodeBlock,
     "literalinclude": LiteralInclude,
     "include": Include,
+    **dict.fromkeys(TestBlock.languages, TestBlock),
+    **dict.fromkeys(("click:example", "click:run"), PythonExample),
     "seealso": Aside,
     "tab": Tab,
     "group-tab": Tab,
     "code-tab": Tab,
     **dict.fromkeys(_VERSION_WORDS, VersionChange),
     **dict.fromkeys(("only", "ifconfig"), TitledContent),
-    **dict.fromkeys(("tabs", "glossary", "centered", "hlist", "productionlist", "rst-class"), Content),
+    "glossary": Glossary,
+    **dict.fromkeys(("tabs", "centered", "hlist", "productionlist", "rst-class"), Content),
     **dict.fromkeys(("currentmodule", "module"), Module),
     "default-domain": DefaultDomain,
     "program": Program,
@@ -463,7 +551,7 @@ _NAMED = {
         (
             "toctree", "index", "highlight", "tabularcolumns", "sectionauthor",
             "moduleauthor", "codeauthor", "default-role", "raw", "testsetup",
-            "testcleanup", "meta",
+            "testcleanup", "meta", "contents",
         ),
         Nothing,
     ),
@@ -507,6 +595,16 @@ _PROSE_ROLES = {
 _PYTHON_ROLES = {"func", "meth", "class", "attr", "data", "exc", "mod", "obj", "const", "type"}
 
 
+_EMPHASIZED_PART = re.compile(r"\\([\\{}])|\{([^{}\\]+)\}")
+
+
+def _emphasized_literal(text: str) -> str:
+    r"""``file``/``samp`` as Sphinx's ``EmphasizedLiteral`` shows them: ``{name}`` is the emphasised
+    ``name`` and ``\\``, ``\{``, ``\}`` are escapes (MyST hands a role its text as written, so
+    ``C:\\pip.ini`` is ``C:\pip.ini`` on the page)."""
+    return _EMPHASIZED_PART.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), text)
+
+
 def role_text(name: str, text: str) -> str:
     """What Sphinx shows for a role: the explicit title, else the target as written.
 
@@ -517,6 +615,8 @@ def role_text(name: str, text: str) -> str:
     text = utils.unescape(match.group(1) if match else text)
     if match:
         return text
+    if name in ("file", "samp"):
+        return _emphasized_literal(text)
     if name == "pep":
         return f"PEP {text}"
     if name == "rfc":
@@ -547,15 +647,17 @@ def _local_name(name: str) -> str:
 
 
 @contextmanager
-def sphinx_markup() -> Iterator[None]:
-    """Let docutils parse Sphinx markup for the duration of one parse."""
+def sphinx_markup(markup: dict[str, type[Directive]] | None = None) -> Iterator[None]:
+    """Let docutils parse Sphinx markup for the duration of one parse; ``markup`` adds or replaces
+    directives for one dialect (MyST's own ``include``)."""
+    named = {**_NAMED, **(markup or {})}
     with _LOCK:
         original_directive, original_role = directives.directive, roles.role
 
         def directive(name, language, document):
-            local = _local_name(name)
-            if local in _NAMED:
-                return _NAMED[local], []
+            found = named.get(name.lower()) or named.get(_local_name(name))  # ``click:run`` is its own
+            if found:
+                return found, []
             found, messages = original_directive(name, language, document)
             return (found or Unknown), messages
 
