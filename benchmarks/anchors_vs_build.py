@@ -2,19 +2,25 @@
 
     python benchmarks/anchors_vs_build.py PROJECT_OR_DOCS BUILT_SITE [--format F] [--page-urls dir|html] [--show N]
 
-Reads the docs the way ``citedocs ingest`` would (detected format and the site config's settings),
-then opens the page each source maps to in BUILT_SITE (the output of ``mkdocs build``,
-``sphinx-build -b html|dirhtml``, ``vitepress build``) and checks that every section anchor is an
-``id`` on that page. It also lists the built page's heading ids that no section carries (a heading
-with no text of its own before its first sub-heading is expected there). No model is loaded.
+Reads the docs the way ``citedocs ingest`` would (detected format, base URL and the site config's
+settings), then opens the page each source maps to in BUILT_SITE (the output of ``mkdocs build``,
+``sphinx-build -b html|dirhtml``, ``vitepress build``, ``docusaurus build``) and checks that every
+section anchor is an ``id`` on that page. Where the build wrote a ``sitemap.xml`` (VitePress with
+``sitemap.hostname``, Docusaurus), every page URL is also checked against it, relative to each one's
+root (a VitePress sitemap leaves ``base`` out). It also lists the built page's heading ids that no
+section carries (a heading with no text of its own before its first sub-heading is expected there,
+and so is a heading nested in a container or quote). No model is loaded.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from collections import Counter
 from pathlib import Path
+from urllib.parse import unquote
 
+import lxml.etree
 import lxml.html
 
 from citedocs.ingest.boundary import walk_docs
@@ -29,12 +35,26 @@ _HEADINGS = (  # a theme's dialogs (search, keyboard shortcuts) carry heading id
 )
 
 
-def built_page(site: Path, url: str) -> Path:
-    """The file a page URL is served from: ``a/b/`` -> ``a/b/index.html``; ``a/b`` (clean URLs) -> ``a/b.html``."""
-    path = url[len(BASE) :].split("#", 1)[0]
+def built_page(site: Path, path: str) -> Path:
+    """The file a page path (the URL below the base) is served from: ``a/b/`` -> ``a/b/index.html``;
+    ``a/b`` -> ``a/b.html`` (VitePress clean URLs), else ``a/b/index.html`` (Docusaurus)."""
+    path = unquote(path.split("#", 1)[0])
+    if path.endswith(".html"):
+        return site / path
     if path == "" or path.endswith("/"):
         return site / path / "index.html"
-    return site / (path if path.endswith(".html") else f"{path}.html")
+    flat = site / f"{path}.html"
+    return flat if flat.is_file() else site / path / "index.html"
+
+
+def sitemap_paths(site: Path) -> set[str] | None:
+    """The page paths a build's ``sitemap.xml`` lists, below the longest prefix they share."""
+    sitemap = site / "sitemap.xml"
+    if not sitemap.is_file():
+        return None
+    locs = [loc.strip() for loc in lxml.etree.parse(str(sitemap)).xpath("//*[local-name()='loc']/text()")]
+    root = os.path.commonprefix(locs).rsplit("/", 1)[0] + "/" if locs else ""
+    return {loc[len(root) :] for loc in locs}
 
 
 def main() -> None:
@@ -45,24 +65,34 @@ def main() -> None:
     parser.add_argument("--page-urls")
     parser.add_argument("--show", type=int, default=20)
     args = parser.parse_args()
-    plan = plan_ingest(args.docs, args.format, BASE, None, BASE, args.page_urls)
+    plan = plan_ingest(args.docs, args.format, None, None, BASE, args.page_urls)
     print(plan.describe())
     reader = for_site(reader_named(plan.format), plan.site)
     files, _ = walk_docs(plan.docs_dir, tuple(reader.suffixes))
+    sitemap = sitemap_paths(args.site)
     counts: Counter[str] = Counter()
     wrong: list[str] = []
     uncovered: list[str] = []
     for file in files:
         rel = file.relative_to(plan.docs_dir).as_posix()
         try:
-            page = reader.read(SourceFile(rel, file.read_text(encoding="utf-8", errors="replace"), plan.docs_dir, BASE))
+            text = file.read_text(encoding="utf-8", errors="replace")
+            page = reader.read(SourceFile(rel, text, plan.docs_dir, plan.base_url))
         except DocumentError as exc:
             counts["pages refused"] += 1
             wrong.append(f"{rel}: refused: {exc}")
             continue
-        built = built_page(args.site, page.url)
+        if not page.sections:  # a partial, a draft, a generated page: the reader says it is not a page
+            counts["sources that are not pages"] += 1
+            continue
+        path = page.url[len(plan.base_url.rstrip("/")) + 1 :]
+        if sitemap is not None and path not in sitemap:
+            counts["page URLs not in the sitemap"] += 1
+            wrong.append(f"{rel}: URL {page.url} not in the sitemap")
+        built = built_page(args.site, path)
         if not built.is_file():
             counts["pages not in the build"] += 1
+            wrong.append(f"{rel}: no {built.relative_to(args.site)} in the build")
             continue
         counts["pages"] += 1
         tree = lxml.html.parse(str(built))
@@ -78,7 +108,8 @@ def main() -> None:
                 counts["built heading ids with no section"] += 1
                 uncovered.append(f"{rel}#{heading}")
     print(", ".join(f"{name}: {n:,}" for name, n in counts.items()))
-    for title, items in (("anchors not on the built page", wrong), ("built heading ids with no section", uncovered)):
+    wrong_title = "anchors not on the built page, page URLs not in the sitemap or not built"
+    for title, items in ((wrong_title, wrong), ("built heading ids with no section", uncovered)):
         if items:
             print(f"-- {title} (first {min(args.show, len(items))}):")
             print("\n".join(f"   {item}" for item in items[: args.show]))

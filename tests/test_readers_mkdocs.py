@@ -216,3 +216,9 @@ def test_snippets_inside_the_corpus_are_inlined_and_outside_ones_refused(tmp_pat
     assert '--8<-- "literal.md"' in body  # the escaped form is shown literally
     assert len(page.notes) == 3 and all("dropped" in n for n in page.notes)
     assert sum("outside the corpus" in n for n in page.notes) == 2
+
+
+def test_headings_nested_in_an_admonition_or_a_tab_take_their_ids_first():
+    # Python-Markdown 3.11.3 (toc, admonition, pymdownx.tabbed) on this page: page, setup, setup_1, setup_2
+    text = '# Page\n\n!!! note "A note"\n    ## Setup\n\n    x\n\n=== "Tab"\n\n    ## Setup\n\n    y\n\n## Setup\n\nAfter.\n'
+    assert [s.anchor for s in read("a.md", text).sections[1:]] == ["page", "setup_2"]

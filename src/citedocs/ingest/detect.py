@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from .pipeline import IngestError
-from .readers import SiteOptions, remembered_directory_urls
+from .readers import DocusaurusSite, SiteOptions, remembered_directory_urls
 from .slugs import toc_slugify
 from .sphinx_conf import myst_options
 
@@ -131,8 +131,69 @@ def _mkdocs(config: Path) -> Detection:
 
 def _config_value(config: Path, key: str) -> str | None:
     """A string literal assigned to ``key`` in a JS/TS config (``site: 'https://...'``)."""
-    match = re.search(rf"""\b{key}\s*:\s*['"`]([^'"`]+)['"`]""", config.read_text(encoding="utf-8", errors="replace"))
-    return match.group(1) if match else None
+    return _js_value(config.read_text(encoding="utf-8", errors="replace"), key)
+
+
+def _js_value(text: str, key: str, top_level: bool = False) -> str | None:
+    """The first string or boolean literal assigned to ``key`` (``base: '/docs/'``, ``cleanUrls: true``)
+    in JS/TS config text; with ``top_level``, only in the config object itself (a sidebar item's
+    ``base`` is not the site's)."""
+    for match in re.finditer(rf"""\b{key}\s*:\s*(?:['"`]([^'"`]+)['"`]|(true|false)\b)""", text):
+        if not top_level or _depth(text, match.start()) == 1:
+            return match.group(1) or match.group(2)
+    return None
+
+
+def _depth(text: str, at: int) -> int:
+    """How many ``{`` are open at ``at`` (braces inside strings are rare enough in a site config)."""
+    return text.count("{", 0, at) - text.count("}", 0, at)
+
+
+def _js_object(text: str, key: str, holding: str) -> str:
+    """The body of the first ``key: { ... }`` object whose text mentions one of ``holding`` ("" if none)."""
+    for match in re.finditer(rf"\b{key}\s*:\s*\{{", text):
+        depth, end = 1, match.end()
+        while depth and end < len(text):
+            depth += {"{": 1, "}": -1}.get(text[end], 0)
+            end += 1
+        body = text[match.end() : end - 1]
+        if re.search(holding, body):
+            return body
+    return ""
+
+
+def _vitepress(root: Path, config: Path) -> Detection:
+    """A VitePress site: its pages under ``srcDir``, served at ``sitemap.hostname`` + ``base``, as
+    ``page`` with ``cleanUrls: true`` and as ``page.html`` otherwise (VitePress's default)."""
+    text = config.read_text(encoding="utf-8", errors="replace")
+    hostname, base = _js_value(text, "hostname"), _js_value(text, "base", top_level=True) or "/"
+    src_dir = _js_value(text, "srcDir", top_level=True) or "."
+    clean = _js_value(text, "cleanUrls", top_level=True) == "true"
+    site_url = hostname
+    if hostname and not hostname.rstrip("/").endswith(base.rstrip("/")):  # a hostname may already hold base
+        site_url = hostname.rstrip("/") + base
+    notes = [f"base {base}" if base != "/" else "", f"srcDir {src_dir}" if src_dir != "." else ""]
+    notes.append("cleanUrls: URLs without .html" if clean else "no cleanUrls: page.html URLs, VitePress's default")
+    reason = f"{config.relative_to(root)} ({', '.join(n for n in notes if n)})"
+    return Detection("vitepress", config.parent.parent / src_dir, site_url, reason, SiteOptions(directory_urls=clean))
+
+
+def _docusaurus(folder: Path, config: Path) -> Detection:
+    """A Docusaurus site: ``url`` + ``baseUrl``, and the docs plugin's ``path`` and ``routeBasePath``
+    (the classic preset's ``docs: {...}``), ``trailingSlash`` and ``markdown.anchors.maintainCase``."""
+    text = config.read_text(encoding="utf-8", errors="replace")
+    url, base = _js_value(text, "url"), _js_value(text, "baseUrl") or "/"
+    docs_options = _js_object(text, "docs", r"\b(?:path|routeBasePath|sidebarPath)\s*:")
+    docs_path = _js_value(docs_options, "path") or "docs"
+    trailing = _js_value(text, "trailingSlash", top_level=True)
+    site = DocusaurusSite(
+        route_base=(_js_value(docs_options, "routeBasePath") or "docs").strip("/"),
+        trailing_slash=None if trailing is None else trailing == "true",
+        maintain_case=_js_value(_js_object(text, "anchors", "maintainCase"), "maintainCase") == "true",
+    )
+    docs = folder / docs_path if (folder / docs_path).is_dir() else folder
+    reason = f"{config.name} (Docusaurus; docs served at {base.rstrip('/')}/{site.route_base}, trailingSlash {trailing or 'not set'})"
+    return Detection("mdx", docs, f"{url.rstrip('/')}{base}" if url else None, reason, SiteOptions(docusaurus=site))
 
 
 def _first(folder: Path, stem: str) -> Path | None:
@@ -149,14 +210,11 @@ def _generators(folder: Path) -> list[Detection]:
     for site in (folder, folder / "docs"):
         config = _first(site / ".vitepress", "config")
         if config:
-            hostname = _config_value(config, "hostname")
-            found.append(Detection("vitepress", site, hostname, f"{config.relative_to(folder)}"))
+            found.append(_vitepress(folder, config))
             break
     config = _first(folder, "docusaurus.config")
     if config:
-        url, base = _config_value(config, "url"), _config_value(config, "baseUrl") or "/"
-        docs = folder / "docs" if (folder / "docs").is_dir() else folder
-        found.append(Detection("mdx", docs, f"{url.rstrip('/')}{base}" if url else None, f"{config.name} (Docusaurus)"))
+        found.append(_docusaurus(folder, config))
     config = _first(folder, "astro.config")
     if config:
         docs = folder / "src" / "content" / "docs"
@@ -314,8 +372,10 @@ def plan_ingest(
     if site != SiteOptions() and (format_given or remembered):  # the detection reason was not printed
         reasons.append(f"URL and anchor settings from {detection.reason}")
     if page_urls is not None:
-        if format not in ("rst", "mkdocs"):
-            raise DetectionError(f"--page-urls applies to Sphinx (rst) and MkDocs sites; {format} pages keep their own URLs")
+        if format not in ("rst", "mkdocs", "vitepress"):
+            raise DetectionError(
+                f"--page-urls applies to Sphinx (rst), MkDocs and VitePress sites; {format} pages keep their own URLs"
+            )
         site = replace(site, directory_urls=PAGE_URLS[page_urls])
         reasons.append(f"{page_urls} page URLs from --page-urls")
     elif remembered and (directory_urls := remembered_directory_urls(remembered[0])) != site.directory_urls:

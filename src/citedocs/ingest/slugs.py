@@ -1,5 +1,5 @@
-"""Heading slugs as each site generator makes them: GitHub-style (Astro/Starlight), Python-Markdown
-(MkDocs) and VitePress; each with its own rule for repeated headings."""
+"""Heading slugs as each site generator makes them: GitHub-style (Astro/Starlight, Docusaurus),
+Python-Markdown (MkDocs) and VitePress; each with its own rule for repeated headings."""
 
 from __future__ import annotations
 
@@ -12,16 +12,25 @@ from urllib.parse import quote
 _EXPLICIT_ID = re.compile(r"\s*\{#([\w-]+)\}\s*$")
 
 
+# Symbols that Unicode counts as letters (Other_Alphabetic): circled, parenthesized and squared Latin letters
+_ALPHABETIC_SYMBOLS = ((0x24B6, 0x24E9), (0x1F130, 0x1F149), (0x1F150, 0x1F169), (0x1F170, 0x1F189))
+
+
 def _keep(ch: str) -> bool:
-    if ch in "-_ ":
+    """github-slugger keeps letters, marks, decimal and letter numbers, connector punctuation (``_``),
+    ``-`` and spaces; other numbers (``²``, ``½``), punctuation, symbols and emoji are dropped."""
+    if ch in "- ":
         return True
     category = unicodedata.category(ch)
-    return category[0] in "LNM"
+    if category[0] in "LM" or category in ("Nd", "Nl", "Pc"):
+        return True
+    return any(low <= ord(ch) <= high for low, high in _ALPHABETIC_SYMBOLS)
 
 
-def github_slug(text: str) -> str:
-    """Lowercase, drop punctuation (keep letters, digits, ``-``, ``_``), spaces to hyphens."""
-    return "".join(ch for ch in text.lower() if _keep(ch)).replace(" ", "-")
+def github_slug(text: str, maintain_case: bool = False) -> str:
+    """github-slugger's slug: lowercase (unless ``maintain_case``), drop what ``_keep`` does not keep,
+    each space to a hyphen."""
+    return "".join(ch for ch in (text if maintain_case else text.lower()) if _keep(ch)).replace(" ", "-")
 
 
 def split_explicit_id(heading: str) -> tuple[str, str | None]:
@@ -35,17 +44,26 @@ def split_explicit_id(heading: str) -> tuple[str, str | None]:
 class Slugger:
     """Per-page slugger: repeated headings get ``-1``, ``-2`` suffixes like github-slugger."""
 
-    def __init__(self) -> None:
+    def __init__(self, maintain_case: bool = False) -> None:
         self._seen: dict[str, int] = {}
+        self._maintain_case = maintain_case
 
     def slug(self, heading_text: str, explicit: str | None = None) -> str:
-        base = explicit or github_slug(heading_text)
+        base = explicit or github_slug(heading_text, self._maintain_case)
         slug = base
         while slug in self._seen:
             self._seen[base] += 1
             slug = f"{base}-{self._seen[base]}"
         self._seen.setdefault(slug, 0)
         return slug
+
+
+class DocusaurusSlugger(Slugger):
+    """Docusaurus's heading ids: an explicit id is used as written and never counted (its headings
+    plugin does not pass it to github-slugger, so a later heading may get the same id)."""
+
+    def slug(self, heading_text: str, explicit: str | None = None) -> str:
+        return explicit or super().slug(heading_text)
 
 
 def python_markdown_slug(text: str, separator: str = "-", unicode: bool = False) -> str:

@@ -29,25 +29,40 @@ class MystOptions:
 
 
 @dataclass(frozen=True)
+class DocusaurusSite:
+    """What a ``docusaurus.config.*`` sets that moves a doc's URL or its anchors; the defaults are
+    Docusaurus's own (3.x, the classic preset's docs plugin)."""
+
+    route_base: str = "docs"  # the docs plugin's ``routeBasePath``: docs are served below it
+    trailing_slash: bool | None = None  # ``trailingSlash``: None leaves each URL as its slug ends
+    maintain_case: bool = False  # ``markdown.anchors.maintainCase``: anchors keep the heading's case
+
+
+@dataclass(frozen=True)
 class SiteOptions:
     """Settings in a site generator's config that change a page's URL or its anchors.
 
     The defaults are the generator's own, so a site without such settings reads exactly as before.
     MkDocs has them (``use_directory_urls`` and ``toc``'s ``slugify`` and ``separator``); for Sphinx, the
-    builder (``dirhtml`` or ``html``) decides the URL layout and ``conf.py`` whether ``.md`` pages are MyST."""
+    builder (``dirhtml`` or ``html``) decides the URL layout and ``conf.py`` whether ``.md`` pages are
+    MyST; for VitePress, ``cleanUrls``; a Docusaurus site has its own (``docusaurus``)."""
 
-    directory_urls: bool = True  # ``page/`` rather than ``page.html`` (MkDocs' default, Sphinx dirhtml)
+    # pages served without ``.html``: ``page/`` (MkDocs' default, Sphinx dirhtml) or ``page`` (VitePress
+    # cleanUrls); False: ``page.html``
+    directory_urls: bool = True
     toc_slugify: str = ""  # dotted name of ``toc``'s slug function; "" is Python-Markdown's own
     toc_slugify_options: tuple[tuple[str, object], ...] = ()  # its keyword arguments (``case: lower``)
     toc_separator: str = "-"
     myst: MystOptions | None = field(default=None, repr=False)  # a Sphinx site that enables MyST
+    docusaurus: DocusaurusSite | None = field(default=None, repr=False)  # a Docusaurus site's URL and anchor rules
 
     def fingerprint(self) -> str:
         """Short and stable; part of the reader's version, so changing a setting rebuilds the index.
         ``html.`` leads when pages are ``.html`` files: a later ingest reads the layout back from the
-        corpus's pipeline (``remembered_directory_urls``), since a flag may have chosen it. MyST
-        settings join only where a site has them, so every other site keeps its fingerprint (and index)."""
-        described = repr(self) + (repr(self.myst) if self.myst else "")
+        corpus's pipeline (``remembered_directory_urls``), since a flag may have chosen it. MyST and
+        Docusaurus settings join only where a site has them, so every other site keeps its fingerprint
+        (and index)."""
+        described = repr(self) + "".join(repr(extra) for extra in (self.myst, self.docusaurus) if extra)
         digest = hashlib.sha256(described.encode()).hexdigest()[:8]
         return digest if self.directory_urls else f"html.{digest}"
 

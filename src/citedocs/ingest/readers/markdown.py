@@ -211,6 +211,20 @@ def _explicit_ids(tokens: list[Token]) -> list[str]:
     return [str(t.attrGet("id")) for t in tokens if t.type == "heading_open" and t.attrGet("id")]
 
 
+def _heading_anchor(
+    tokens: list[Token], at: int, split_heading_id: Callable[[str], tuple[str, str | None]], slugger: Slugger
+) -> tuple[str, str]:
+    """The heading at ``at``: its text and the anchor the page's slugger gives it. Every heading takes
+    its id in page order, nested ones too (generators number repeats over the whole page). A dialect's
+    parser may leave on the heading the text its generator slugs (``meta["slug_text"]``) when that is
+    not the heading's plain text, and ``meta["no_id"]`` when the built page shows the heading without
+    its id (it still takes its slug; its section is cited by the page URL)."""
+    text, explicit = split_heading_id(_heading_text(tokens[at + 1]))
+    meta = tokens[at].meta or {}
+    anchor = slugger.slug(meta.get("slug_text", text), tokens[at].attrGet("id") or explicit)
+    return text, "" if meta.get("no_id") else anchor
+
+
 def _sections(
     tokens: list[Token], split_heading_id: Callable[[str], tuple[str, str | None]], slugger: Slugger
 ) -> list[Section]:
@@ -222,10 +236,8 @@ def _sections(
     while i < len(tokens):
         token = tokens[i]
         if token.type == "heading_open" and token.level == 0:
-            text, explicit = split_heading_id(_heading_text(tokens[i + 1]))
-            explicit = token.attrGet("id") or explicit
+            text, anchor = _heading_anchor(tokens, i, split_heading_id, slugger)
             level = int(token.tag[1])
-            anchor = slugger.slug(text, explicit)
             while stack and stack[-1][0] >= level:
                 stack.pop()
             stack.append((level, text, anchor))
@@ -248,8 +260,10 @@ def _sections(
                     break
                 j += 1
         depth_before = renderer.jsx_depth
-        for block_token in tokens[i : j + 1]:
-            renderer.feed(block_token)
+        for n in range(i, j + 1):
+            if tokens[n].type == "heading_open":  # inside a container or quote: no section, but an id
+                _heading_anchor(tokens, n, split_heading_id, slugger)
+            renderer.feed(tokens[n])
         text = renderer.take()
         if text:
             keep_with_next = bool(token.meta and token.meta.get("keep_with_next"))
@@ -262,9 +276,12 @@ def _sections(
 
 
 def admonition_title(info: str, name: str) -> str:
-    """``caution[Deprecated]`` -> ``Deprecated``; bare ``tip`` -> ``Tip``."""
+    """``caution[Deprecated]`` -> ``Deprecated``; ``tip Title`` -> ``Title``; bare ``tip`` -> ``Tip``."""
     match = re.search(r"\[(.*)\]", info)
-    return match.group(1).strip() if match and match.group(1).strip() else name.capitalize()
+    if match and match.group(1).strip():
+        return match.group(1).strip()
+    rest = info.strip()[len(name) :].strip()
+    return rest if rest and not rest.startswith("[") else name.capitalize()
 
 
 @dataclass(frozen=True)
@@ -284,6 +301,8 @@ class MarkdownReader:
     frontmatter_text: Callable[[dict], list[str]] = lambda meta: []  # page text held in frontmatter
     # the fields a site's config changes (slugger, URL rule); None: the dialect has no such settings
     site_fields: Callable[[SiteOptions], dict] | None = None
+    # why the generator does not publish a source file as a page ("" when it does): (doc_path, frontmatter)
+    not_published: Callable[[str, dict], str] = lambda doc_path, meta: ""
 
     def for_site(self, site: SiteOptions) -> MarkdownReader:
         if self.site_fields is None:
@@ -298,6 +317,11 @@ class MarkdownReader:
         except Exception as exc:  # markdown-it is lenient; anything raised here is a real defect in the page
             raise DocumentError(f"Markdown parse failed: {exc}") from exc
         meta = _parse_frontmatter(tokens, source.rel_path)
+        url = self.page_url(source.base_url, source.rel_path, meta)
+        unpublished = self.not_published(source.rel_path, meta)
+        if unpublished:  # no page of its own on the site: nothing to cite
+            note = f"{source.rel_path}: not a page: {unpublished}"
+            return ParsedPage(source.rel_path, page_path(source.rel_path), url, "", "", meta, [], (note,))
         sections = _sections(tokens, self.split_heading_id, self.new_slugger(_explicit_ids(tokens)))
         description = str(meta.get("description") or "")
         intro = [Block(t) for t in ([description] if description else []) + self.frontmatter_text(meta)]
@@ -305,7 +329,7 @@ class MarkdownReader:
         return ParsedPage(
             doc_path=source.rel_path,
             page=page_path(source.rel_path),
-            url=self.page_url(source.base_url, source.rel_path, meta),
+            url=url,
             title=str(meta.get("title") or _first_h1(tokens, self.split_heading_id) or _title_from_name(source.rel_path)),
             description=description,
             frontmatter=meta,

@@ -24,6 +24,7 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 
 from ..document import directory_url
 from ..slugs import Slugger, split_explicit_id
+from . import SiteOptions, docusaurus
 from .jsx import parse_jsx_tag, scan_tag_end
 from .markdown import MarkdownReader
 
@@ -113,7 +114,9 @@ def _expression_rule(state: StateBlock, start_line: int, end_line: int, silent: 
 
 
 def _admonition_validator(name: str):
-    pattern = re.compile(rf"^{name}(\[.*\])?\s*$")
+    """``:::tip``, ``:::tip[Title]`` and Docusaurus 3's ``:::tip Title`` (its ``mdx1Compat.admonitions``,
+    on unless the site opts into ``future.v4``)."""
+    pattern = re.compile(rf"^{name}(\[.*\]|\s+\S.*)?\s*$")
 
     def validate(params: str, *_args) -> bool:
         return bool(pattern.match(params.strip()))
@@ -150,14 +153,21 @@ def mdx_page_url(base_url: str, doc_path: str, meta: dict) -> str:
     return f"{base}{path}/" if path not in ("", ".") else base
 
 
+def _site_fields(site: SiteOptions) -> dict:
+    """A Docusaurus site's own URL and heading id rules (``readers.docusaurus``); other sites have none."""
+    return docusaurus.site_fields(site.docusaurus, build_parser()) if site.docusaurus else {}
+
+
 MDX = MarkdownReader(
     name="mdx",
     label="Markdown/MDX",
     suffixes=(".md", ".mdx", ".markdown"),
-    version="6",  # 6: TabItem labels, frontmatter slug/id; <script>/<style> contents are not text
+    version="7",  # 7: github-slugger's characters; nested headings take ids in page order; :::tip Title
     parser=build_parser(),
     split_heading_id=split_explicit_id,
     new_slugger=lambda _explicit_ids: Slugger(),
     page_url=mdx_page_url,
+    site_fields=_site_fields,
 )
-"""Docusaurus/Starlight-style MDX (the Astro docs): GitHub slugs, ``{#id}`` overrides, folder URLs."""
+"""Docusaurus/Starlight-style MDX (the Astro docs): GitHub slugs, ``{#id}`` overrides, folder URLs;
+a Docusaurus site found by its config gets Docusaurus's own rules (``readers.docusaurus``)."""

@@ -6,8 +6,10 @@
   interpolation and ``[[toc]]`` are not text either;
 * ``<<< @/path`` imports a code file (``@`` is the docs root), read only from inside the corpus;
 * a home page (``layout: home``) keeps its text in frontmatter (``hero``, ``features``).
-Anchors are VitePress's slugify with ``-1`` repeats and ``{#id}`` overrides; URLs are clean
-(``guide/getting-started.md`` -> ``<base>guide/getting-started``, ``guide/index.md`` -> ``<base>guide/``).
+Anchors are VitePress's slugify of the text its plugins leave in a heading (``vitepress_headings``),
+with ``-1`` repeats counted over every heading of the page and ``{#id}`` overrides. URLs are clean
+(``guide/getting-started.md`` -> ``<base>guide/getting-started``, ``guide/index.md`` -> ``<base>guide/``),
+or ``page.html`` when the site's ``.vitepress/config.*`` does not set ``cleanUrls`` (``for_site``).
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from mdit_py_plugins.container import container_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 
 from ..document import page_path
-from ..slugs import AnchorSlugger, split_explicit_id, vitepress_slug
+from ..slugs import AnchorSlugger, vitepress_slug
+from . import SiteOptions
 from .includes import IncludeRefused, fence_language, page_dir, read_inside_root
 from .markdown import MarkdownReader
+from .vitepress_headings import heading_ids
 
 CONTAINERS = ("tip", "info", "warning", "danger", "details", "code-group", "raw", "v-pre")
 _IMPORT = re.compile(r"^<<<[ ]+(\S+?)(?:#([\w-]+))?(?:\{[^}]*\})?(?:[ ]+\[[^\]]*\])?[ ]*$")
@@ -92,7 +96,8 @@ def build_parser() -> MarkdownIt:
     for name in CONTAINERS:
         container_plugin(md, name, validate=partial(_starts_with, name))
     md.block.ruler.before("fence", "vitepress_import", _import_rule, {"alt": ["paragraph"]})
-    md.core.ruler.after("inline", "vitepress_cleanup", _container_titles)
+    md.core.ruler.after("inline", "vitepress_heading_ids", heading_ids)  # before interpolation is dropped
+    md.core.ruler.after("vitepress_heading_ids", "vitepress_cleanup", _container_titles)
     return md
 
 
@@ -117,24 +122,33 @@ def frontmatter_text(meta: dict) -> list[str]:
     return blocks
 
 
-def clean_url(base_url: str, doc_path: str, _meta: dict | None = None) -> str:
-    """``guide/getting-started.md`` -> ``<base>guide/getting-started``; ``guide/index.md`` -> ``<base>guide/``."""
+def clean_url(base_url: str, doc_path: str, _meta: dict | None = None, clean: bool = True) -> str:
+    """``guide/getting-started.md`` -> ``<base>guide/getting-started`` (``cleanUrls``, and the default
+    when no config says) or ``<base>guide/getting-started.html``; ``guide/index.md`` -> ``<base>guide/``."""
     base = base_url if base_url.endswith("/") else base_url + "/"
     path = page_path(doc_path)
     if path == "index":
         return base
-    return f"{base}{path}/" if PurePosixPath(doc_path).stem == "index" else f"{base}{path}"
+    if PurePosixPath(doc_path).stem == "index":
+        return f"{base}{path}/"
+    return f"{base}{path}" if clean else f"{base}{path}.html"
+
+
+def _site_fields(site: SiteOptions) -> dict:
+    """``cleanUrls`` from ``.vitepress/config.*`` (``directory_urls``): ``page`` or ``page.html``."""
+    return {"page_url": lambda base_url, doc_path, meta: clean_url(base_url, doc_path, meta, site.directory_urls)}
 
 
 VITEPRESS = MarkdownReader(
     name="vitepress",
     label="VitePress Markdown",
     suffixes=(".md",),
-    version="1",
+    version="2",  # 2: VitePress's heading pipeline (attribute lists, emoji, entities, nested headings)
     parser=build_parser(),
-    split_heading_id=split_explicit_id,
+    split_heading_id=lambda heading: (heading, None),  # the attribute list is read by ``heading_ids``
     new_slugger=lambda _explicit_ids: AnchorSlugger(vitepress_slug),
     page_url=clean_url,
     frontmatter_text=frontmatter_text,
+    site_fields=_site_fields,
 )
 """VitePress sites (the VitePress and Vite docs, ...)."""
