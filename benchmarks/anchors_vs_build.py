@@ -23,10 +23,8 @@ from urllib.parse import unquote
 import lxml.etree
 import lxml.html
 
-from citedocs.ingest.boundary import walk_docs
 from citedocs.ingest.detect import plan_ingest
 from citedocs.ingest.document import DocumentError
-from citedocs.ingest.readers import SourceFile, for_site, reader_named
 
 BASE = "https://site.invalid/"
 _HEADINGS = (  # a theme's dialogs (search, keyboard shortcuts) carry heading ids that are not the page's
@@ -67,17 +65,15 @@ def main() -> None:
     args = parser.parse_args()
     plan = plan_ingest(args.docs, args.format, None, None, BASE, args.page_urls)
     print(plan.describe())
-    reader = for_site(reader_named(plan.format), plan.site)
-    files, _ = walk_docs(plan.docs_dir, tuple(reader.suffixes))
+    reader = plan.reader()
     sitemap = sitemap_paths(args.site)
     counts: Counter[str] = Counter()
     wrong: list[str] = []
     uncovered: list[str] = []
-    for file in files:
-        rel = file.relative_to(plan.docs_dir).as_posix()
+    for source in plan.sources():
+        rel = source.rel_path
         try:
-            text = file.read_text(encoding="utf-8", errors="replace")
-            page = reader.read(SourceFile(rel, text, plan.docs_dir, plan.base_url))
+            page = reader.read(source)
         except DocumentError as exc:
             counts["pages refused"] += 1
             wrong.append(f"{rel}: refused: {exc}")

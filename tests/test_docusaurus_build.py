@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from citedocs.ingest.boundary import walk_docs
 from citedocs.ingest.detect import plan_ingest
 from citedocs.ingest.document import ParsedPage
-from citedocs.ingest.readers import DocusaurusSite, SourceFile, for_site, reader_named
+from citedocs.ingest.readers import DocusaurusSite
 from citedocs.ingest.slugs import github_slug
 
 DATA = Path(__file__).parent / "data" / "docusaurus-site"
@@ -33,12 +32,8 @@ def read_site(tmp_path: Path, config: str) -> dict[str, ParsedPage]:
     shutil.copytree(DATA / "docs", site / "docs")
     shutil.copy(DATA / CONFIGS[config], site / "docusaurus.config.js")
     plan = plan_ingest(site, None, None, None, "https://unused.invalid/")
-    reader = for_site(reader_named(plan.format), plan.site)
-    files, _ = walk_docs(plan.docs_dir, tuple(reader.suffixes))
-    pages = {}
-    for path in files:
-        rel = path.relative_to(plan.docs_dir).as_posix()
-        pages[rel] = reader.read(SourceFile(rel, path.read_text(encoding="utf-8"), plan.docs_dir, plan.base_url))
+    reader = plan.reader()
+    pages = {source.rel_path: reader.read(source) for source in plan.sources()}
     return pages
 
 

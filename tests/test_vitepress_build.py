@@ -8,10 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from citedocs.ingest.boundary import walk_docs
 from citedocs.ingest.detect import plan_ingest
 from citedocs.ingest.document import ParsedPage
-from citedocs.ingest.readers import SourceFile, for_site, reader_named
 from conftest import write_docs
 
 DATA = Path(__file__).parent / "data" / "vitepress-build"
@@ -23,12 +21,8 @@ UNUSED = "https://unused.invalid/"
 def read_site(folder: Path, page_urls: str | None = None) -> tuple[str, dict[str, ParsedPage]]:
     """Every page as `citedocs ingest` reads the folder: its detected base URL and pages by source path."""
     plan = plan_ingest(folder, None, None, None, UNUSED, page_urls)
-    reader = for_site(reader_named(plan.format), plan.site)
-    files, _ = walk_docs(plan.docs_dir, tuple(reader.suffixes))
-    pages = {}
-    for path in files:
-        rel = path.relative_to(plan.docs_dir).as_posix()
-        pages[rel] = reader.read(SourceFile(rel, path.read_text(encoding="utf-8"), plan.docs_dir, plan.base_url))
+    reader = plan.reader()
+    pages = {source.rel_path: reader.read(source) for source in plan.sources()}
     return plan.base_url, pages
 
 

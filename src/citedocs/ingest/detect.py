@@ -19,7 +19,8 @@ from pathlib import Path
 import yaml
 
 from .pipeline import IngestError
-from .readers import DocusaurusSite, SiteOptions, remembered_directory_urls
+from .boundary import walk_docs
+from .readers import DocusaurusSite, Reader, SiteOptions, SourceFile, for_site, reader_named, remembered_directory_urls
 from .slugs import toc_slugify
 from .sphinx_conf import myst_options
 
@@ -324,6 +325,19 @@ class IngestPlan:
 
     def describe(self) -> str:
         return f"format {self.format}, base URL {self.base_url}, docs {self.docs_dir} ({'; '.join(self.reasons)})"
+
+    def reader(self) -> Reader:
+        """The planned format's reader, with the site's settings."""
+        return for_site(reader_named(self.format), self.site)
+
+    def sources(self) -> list[SourceFile]:
+        """Every docs file the plan's reader reads, as ingest hands it over (for tools that compare a
+        reader's output with a real build, or two versions of a reader)."""
+        files, _ = walk_docs(self.docs_dir, tuple(self.reader().suffixes))
+        return [
+            SourceFile(path.relative_to(self.docs_dir).as_posix(), path.read_text(encoding="utf-8", errors="replace"), self.docs_dir, self.base_url)
+            for path in files
+        ]
 
 
 def remembered_format(pipeline: str) -> str:
