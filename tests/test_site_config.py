@@ -236,3 +236,17 @@ def test_mkdocstrings_lines_are_noted_not_indexed_and_code_samples_of_them_stay(
         ("usage", ["Call it.", "```text\n::: not.api\n```"]),
     ]
     assert page.notes == ("mkdocstrings `::: starlette.requests.Request` renders API text from code outside the docs; not indexed",)
+
+
+def test_pages_of_another_generator_without_a_base_url_are_refused_not_linked_to_the_astro_site(tmp_home, tmp_path):
+    """The default base URL is the bundled Astro docs' site: a Sphinx project whose conf.py names no
+    ``html_baseurl`` would have every citation link there, so the ingest asks for --base-url instead."""
+    docs = write_docs(tmp_path / "d", {"conf.py": "project = 'x'\n", "guide.rst": "Guide\n=====\n\nRun the installer.\n"})
+    result = CliRunner().invoke(app, ["ingest", str(docs), "--corpus", "sx"], env={"COLUMNS": "300"})
+    message = " ".join(result.output.split())
+    assert result.exit_code != 0 and "pass --base-url" in message and "Nothing was changed" in message
+    from citedocs.service import Services
+
+    assert Services.open().store.get_corpus("sx") is None
+    with_base = CliRunner().invoke(app, ["ingest", str(docs), "--corpus", "sx", "--base-url", "https://x.example.org/"])
+    assert with_base.exit_code == 0, with_base.output

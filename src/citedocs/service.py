@@ -192,6 +192,13 @@ class Services:
             )
         remembered = (existing.pipeline, existing.base_url) if existing else None
         plan = plan_ingest(source_dir, format, base_url, remembered, config.ASTRO_BASE_URL, page_urls)
+        if plan.base_url_defaulted and plan.format != "mdx":
+            # the default is the bundled Astro docs' site: every citation of these pages would link there
+            raise IngestError(
+                f"{plan.describe()}: no base URL for these {plan.format} pages; pass --base-url with the address "
+                "the site is published at (e.g. --base-url https://docs.example.com/) so that citations link to "
+                "your pages. Nothing was changed."
+            )
         readers = available_readers()
         if plan.format not in readers:
             raise IngestError(

@@ -322,6 +322,7 @@ class IngestPlan:
     base_url: str
     reasons: tuple[str, ...]
     site: SiteOptions = SiteOptions()  # the generator config's URL and anchor settings
+    base_url_defaulted: bool = False  # no flag, memory or config named one: the caller's default is used
 
     def describe(self) -> str:
         return f"format {self.format}, base URL {self.base_url}, docs {self.docs_dir} ({'; '.join(self.reasons)})"
@@ -404,6 +405,6 @@ def plan_ingest(
         base_url = detection.base_url
         reasons.append("base URL from the generator config")
     else:
-        base_url = default_base_url
         reasons.append(f"no base URL found; using the default {default_base_url} (pass --base-url)")
+        return IngestPlan(format, docs_dir, default_base_url, tuple(reasons), site, base_url_defaulted=True)
     return IngestPlan(format, docs_dir, base_url, tuple(reasons), site)

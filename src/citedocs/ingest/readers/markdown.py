@@ -320,7 +320,7 @@ class MarkdownReader:
         url = self.page_url(source.base_url, source.rel_path, meta)
         unpublished = self.not_published(source.rel_path, meta)
         if unpublished:  # no page of its own on the site: nothing to cite
-            note = f"{source.rel_path}: not a page: {unpublished}"
+            note = f"not a page: {unpublished}"  # the ingest report puts the path in front
             return ParsedPage(source.rel_path, page_path(source.rel_path), url, "", "", meta, [], (note,))
         sections = _sections(tokens, self.split_heading_id, self.new_slugger(_explicit_ids(tokens)))
         description = str(meta.get("description") or "")
