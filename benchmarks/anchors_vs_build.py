@@ -4,12 +4,14 @@
 
 Reads the docs the way ``citedocs ingest`` would (detected format, base URL and the site config's
 settings), then opens the page each source maps to in BUILT_SITE (the output of ``mkdocs build``,
-``sphinx-build -b html|dirhtml``, ``vitepress build``, ``docusaurus build``) and checks that every
-section anchor is an ``id`` on that page. Where the build wrote a ``sitemap.xml`` (VitePress with
-``sitemap.hostname``, Docusaurus), every page URL is also checked against it, relative to each one's
+``sphinx-build -b html|dirhtml``, ``vitepress build``, ``docusaurus build``, ``astro build``) and checks
+that every section anchor is an ``id`` on that page. Where the build wrote a sitemap (VitePress with
+``sitemap.hostname``, Docusaurus: ``sitemap.xml``; Astro/Starlight with ``site``: ``sitemap-index.xml``
+and the ``sitemap-N.xml`` it lists), every page URL is also checked against it, relative to each one's
 root (a VitePress sitemap leaves ``base`` out). It also lists the built page's heading ids that no
 section carries (a heading with no text of its own before its first sub-heading is expected there,
-and so is a heading nested in a container or quote). No model is loaded.
+and so is a heading nested in a container or quote; a theme's page title, Starlight's
+``h1#_top``, and headings in navigation are left out). No model is loaded.
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ from citedocs.ingest.detect import plan_ingest
 from citedocs.ingest.document import DocumentError
 
 BASE = "https://site.invalid/"
-_HEADINGS = (  # a theme's dialogs (search, keyboard shortcuts) carry heading ids that are not the page's
+_HEADINGS = (  # a theme's dialogs (search, keyboard shortcuts), navigation ("On this page") and page
+    # title (Starlight's ``<h1 id="_top">``) carry heading ids that are no section's
     "//*[self::h1 or self::h2 or self::h3 or self::h4 or self::h5 or self::h6 or self::section][@id]"
-    "[not(ancestor::*[@role='dialog'])]/@id"
+    "[not(ancestor::*[@role='dialog'] or ancestor::nav or self::h1[@id='_top'])]/@id"
 )
 
 
@@ -45,12 +48,20 @@ def built_page(site: Path, path: str) -> Path:
     return flat if flat.is_file() else site / path / "index.html"
 
 
+def _locs(sitemap: Path) -> list[str]:
+    return [loc.strip() for loc in lxml.etree.parse(str(sitemap)).xpath("//*[local-name()='loc']/text()")]
+
+
 def sitemap_paths(site: Path) -> set[str] | None:
-    """The page paths a build's ``sitemap.xml`` lists, below the longest prefix they share."""
-    sitemap = site / "sitemap.xml"
-    if not sitemap.is_file():
+    """The page paths a build's ``sitemap.xml`` lists (or the sitemaps a ``sitemap-index.xml`` names,
+    read from the build by file name), below the longest prefix they share."""
+    if (site / "sitemap.xml").is_file():
+        locs = _locs(site / "sitemap.xml")
+    elif (site / "sitemap-index.xml").is_file():
+        parts = [site / loc.rsplit("/", 1)[-1] for loc in _locs(site / "sitemap-index.xml")]
+        locs = [loc for part in parts if part.is_file() for loc in _locs(part)]
+    else:
         return None
-    locs = [loc.strip() for loc in lxml.etree.parse(str(sitemap)).xpath("//*[local-name()='loc']/text()")]
     root = os.path.commonprefix(locs).rsplit("/", 1)[0] + "/" if locs else ""
     return {loc[len(root) :] for loc in locs}
 

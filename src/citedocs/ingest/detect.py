@@ -197,6 +197,17 @@ def _docusaurus(folder: Path, config: Path) -> Detection:
     return Detection("mdx", docs, f"{url.rstrip('/')}{base}" if url else None, reason, SiteOptions(docusaurus=site))
 
 
+def _astro(folder: Path, config: Path) -> Detection:
+    """An Astro (Starlight) site: its pages under ``src/content/docs``, served at ``site`` + ``base``
+    (every URL of the build, sitemap included, starts with ``base``)."""
+    text = config.read_text(encoding="utf-8", errors="replace")
+    site, base = _js_value(text, "site", top_level=True), (_js_value(text, "base", top_level=True) or "/").strip("/")
+    docs = folder / "src" / "content" / "docs"
+    site_url = f"{site.rstrip('/')}/{base}/" if site and base else site
+    reason = f"{config.name} (Astro{f'; base /{base}' if base else ''})"
+    return Detection("mdx", docs if docs.is_dir() else folder, site_url, reason)
+
+
 def _first(folder: Path, stem: str) -> Path | None:
     return next((folder / f"{stem}{s}" for s in _JS_SUFFIXES if (folder / f"{stem}{s}").is_file()), None)
 
@@ -218,8 +229,7 @@ def _generators(folder: Path) -> list[Detection]:
         found.append(_docusaurus(folder, config))
     config = _first(folder, "astro.config")
     if config:
-        docs = folder / "src" / "content" / "docs"
-        found.append(Detection("mdx", docs if docs.is_dir() else folder, _config_value(config, "site"), f"{config.name} (Astro)"))
+        found.append(_astro(folder, config))
     # sphinx-quickstart's layouts: conf.py in the docs folder, or in its source/ beside build/
     sphinx_dirs = ("", "docs", "doc", "source", "docs/source", "doc/source")
     for conf in (folder / d / "conf.py" for d in sphinx_dirs):

@@ -9,9 +9,6 @@ from functools import partial
 from typing import Callable
 from urllib.parse import quote
 
-_EXPLICIT_ID = re.compile(r"\s*\{#([\w-]+)\}\s*$")
-
-
 # Symbols that Unicode counts as letters (Other_Alphabetic): circled, parenthesized and squared Latin letters
 _ALPHABETIC_SYMBOLS = ((0x24B6, 0x24E9), (0x1F130, 0x1F149), (0x1F150, 0x1F169), (0x1F170, 0x1F189))
 
@@ -31,14 +28,6 @@ def github_slug(text: str, maintain_case: bool = False) -> str:
     """github-slugger's slug: lowercase (unless ``maintain_case``), drop what ``_keep`` does not keep,
     each space to a hyphen."""
     return "".join(ch for ch in (text if maintain_case else text.lower()) if _keep(ch)).replace(" ", "-")
-
-
-def split_explicit_id(heading: str) -> tuple[str, str | None]:
-    """``Setup {#custom-id}`` -> (``Setup``, ``custom-id``)."""
-    match = _EXPLICIT_ID.search(heading)
-    if not match:
-        return heading, None
-    return heading[: match.start()], match.group(1)
 
 
 class Slugger:

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
+from urllib.parse import quote
 
+import yaml
 from markdown_it import MarkdownIt
 from markdown_it.rules_block import StateBlock
+from markdown_it.rules_core import StateCore
 from mdit_py_plugins.container import container_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 
-from ..document import directory_url
-from ..slugs import Slugger, split_explicit_id
+from ..slugs import Slugger, github_slug
 from . import SiteOptions, docusaurus
 from .jsx import parse_jsx_tag, scan_tag_end
 from .markdown import MarkdownReader
@@ -136,21 +138,86 @@ def build_parser() -> MarkdownIt:
     return md
 
 
-def mdx_page_url(base_url: str, doc_path: str, meta: dict) -> str:
-    """Folder URLs, unless frontmatter moves the page: Docusaurus/Starlight ``slug`` (absolute from the
-    site root with a leading ``/``, else relative to the page's folder) or Docusaurus ``id`` (replaces
-    the file name)."""
-    slug, doc_id = meta.get("slug"), meta.get("id")
-    if isinstance(slug, str) and slug.strip():
-        slug = slug.strip()
-        folder = PurePosixPath(doc_path).parent
-        path = slug.strip("/") if slug.startswith("/") else str(folder / slug).strip("/").removeprefix("./")
-    elif isinstance(doc_id, str) and re.fullmatch(r"[\w.-]+", doc_id):
-        path = str(PurePosixPath(doc_path).parent / doc_id).removeprefix("./")
-    else:
-        return directory_url(base_url, doc_path)
+_FRONTMATTER_EXPRESSION = re.compile(r"""\{\s*frontmatter((?:\.\w+|\[\d+\]|\["[^"]+"\]|\['[^']+'\])+)\s*\}""")
+_KEY = re.compile(r"""\.(\w+)|\[(\d+)\]|\["([^"]+)"\]|\['([^']+)'\]""")
+
+
+def _frontmatter(state: StateCore) -> dict:
+    """The page's frontmatter, for the heading rule; a broken one is reported by the reader, not here."""
+    for token in state.tokens:
+        if token.type == "front_matter":
+            try:
+                data = yaml.safe_load(token.content)
+            except yaml.YAMLError:
+                return {}
+            return data if isinstance(data, dict) else {}
+    return {}
+
+
+def _frontmatter_value(frontmatter: dict, path: str) -> str | None:
+    """``.a.b[0]`` looked up in the frontmatter, when it names a string (Astro uses nothing else)."""
+    value: object = frontmatter
+    for match in _KEY.finditer(path):
+        key = next(group for group in match.groups() if group is not None)
+        if isinstance(value, list) and key.isdigit() and int(key) < len(value):
+            value = value[int(key)]
+        elif isinstance(value, dict) and key in value:
+            value = value[key]
+        else:
+            return None
+    return value if isinstance(value, str) else None
+
+
+def astro_heading_text(state: StateCore) -> None:
+    """The text Astro makes each heading's id from (``meta["slug_text"]``), checked against Starlight
+    built by Astro 7 (Satteri's heading-ids plugin; unified's ``rehypeHeadingIds`` reads the same):
+    the heading's text content as rendered and not trimmed. Inline code, link and emphasis text and
+    the text inside HTML/JSX elements count; an element with no children (``<Badge text="New" />``,
+    ``<Since v="5.7" />``) adds nothing, but the spaces around it stay (``Added <Since v="5" />`` ->
+    ``added-``); in MDX an expression adds its source, ``{frontmatter.title}`` the frontmatter's
+    string (in Markdown both are text). ``{#id}`` is no id: MDX refuses to compile it as an
+    expression, Markdown keeps it as text."""
+    source = state.env.get("source")
+    mdx = source is None or source.rel_path.endswith(".mdx")
+    frontmatter: dict | None = None
+    for n, token in enumerate(state.tokens[:-1]):
+        if token.type != "heading_open":
+            continue
+        text = "".join(c.content for c in state.tokens[n + 1].children or [] if c.type in ("text", "code_inline"))
+        if mdx and "frontmatter" in text:
+            frontmatter = _frontmatter(state) if frontmatter is None else frontmatter
+            text = _FRONTMATTER_EXPRESSION.sub(lambda m: _frontmatter_value(frontmatter, m.group(1)) or m.group(0), text)
+        token.meta = {**(token.meta or {}), "slug_text": text}
+
+
+def _entry_id(doc_path: str, meta: dict) -> str:
+    """The Astro content id of a docs entry: frontmatter ``slug`` as written, from the docs root
+    whatever the page's folder, else the file's path without its suffix, each part github-slugged
+    (``guides/My_Page.v2.mdx`` -> ``guides/my_pagev2``)."""
+    slug = meta.get("slug")
+    if slug is not None and str(slug).strip():
+        return str(slug).strip()
+    return "/".join(github_slug(part) for part in PurePosixPath(doc_path).with_suffix("").parts)
+
+
+def starlight_page_url(base_url: str, doc_path: str, meta: dict) -> str:
+    """Where Starlight serves a page, as a folder: its entry id, ``index`` being the root and a last
+    ``/index`` dropped (Starlight's ``slugToParam``)."""
+    entry = _entry_id(doc_path, meta)
+    path = "" if entry == "index" else entry.removesuffix("/index")
     base = base_url if base_url.endswith("/") else base_url + "/"
-    return f"{base}{path}/" if path not in ("", ".") else base
+    return f"{base}{quote(path, safe='/-._~')}/" if path else base
+
+
+def starlight_not_published(doc_path: str, meta: dict) -> str:
+    """Why Starlight builds no page of this file's text ("" when it does)."""
+    if PurePosixPath(doc_path).name.startswith("_"):
+        return "Starlight's docs loader skips files whose name starts with _"
+    if meta.get("draft") is True:
+        return "a draft (draft: true), which Starlight leaves out of production builds"
+    if _entry_id(doc_path, meta).startswith("/"):  # its route param loses the /, so no entry matches
+        return "its frontmatter slug starts with /, and Starlight serves that path its 404 page"
+    return ""
 
 
 def _site_fields(site: SiteOptions) -> dict:
@@ -158,16 +225,26 @@ def _site_fields(site: SiteOptions) -> dict:
     return docusaurus.site_fields(site.docusaurus, build_parser()) if site.docusaurus else {}
 
 
+def _starlight_parser() -> MarkdownIt:
+    parser = build_parser()
+    parser.core.ruler.push("astro_heading_text", astro_heading_text)
+    return parser
+
+
 MDX = MarkdownReader(
     name="mdx",
     label="Markdown/MDX",
     suffixes=(".md", ".mdx", ".markdown"),
-    version="7",  # 7: github-slugger's characters; nested headings take ids in page order; :::tip Title
-    parser=build_parser(),
-    split_heading_id=split_explicit_id,
+    # 8: Starlight's built ids (untrimmed text, {frontmatter.x}, no {#id}) and URLs (slugged paths,
+    # slug from the docs root, _files and drafts unpublished)
+    version="8",
+    parser=_starlight_parser(),
+    split_heading_id=lambda heading: (heading, None),  # Astro has no heading id syntax
     new_slugger=lambda _explicit_ids: Slugger(),
-    page_url=mdx_page_url,
+    page_url=starlight_page_url,
     site_fields=_site_fields,
+    not_published=starlight_not_published,
 )
-"""Docusaurus/Starlight-style MDX (the Astro docs): GitHub slugs, ``{#id}`` overrides, folder URLs;
-a Docusaurus site found by its config gets Docusaurus's own rules (``readers.docusaurus``)."""
+"""Astro/Starlight MDX and Markdown (the Astro docs), as ``astro build`` with Starlight makes its
+pages: github-slugger ids of each heading's text, folder URLs of slugged paths; a Docusaurus site
+found by its config gets Docusaurus's own rules (``readers.docusaurus``)."""
