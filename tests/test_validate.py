@@ -265,3 +265,13 @@ def test_an_api_name_written_without_backticks_must_exist_in_the_docs():
     question = "How do I read import.meta.env.STAGING_ONLY with the @env.load_mode decorator?"
     assert unsupported_question_terms(question, RETRIEVED, probe) == ["import.meta.env.STAGING_ONLY", "@env.load_mode"]
     assert unsupported_question_terms("What is import.meta.env.PROD in a build?", RETRIEVED, probe) == []
+
+
+def test_a_keyword_argument_the_docs_never_name_is_a_false_premise():
+    probe = ChunksProbe(RETRIEVED)
+    question = "How do I pass the timeout= argument to astro dev so a slow build gives up?"
+    assert unsupported_question_terms(question, RETRIEVED, probe) == ["timeout="]
+    assert unsupported_question_terms("Is there a mode= setting for astro dev?", RETRIEVED, probe) == []
+    # inside a call the user writes, the argument is theirs (the call itself is looked up as an API name)
+    own_call = "How do I make load_env(retries=3) read the .env file for staging mode?"
+    assert "retries=" not in unsupported_question_terms(own_call, RETRIEVED, probe)

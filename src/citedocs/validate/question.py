@@ -7,7 +7,8 @@ Four general signals, none tuned per question:
 * a code-like term in the question (``client:hover``, ``--prod``) whose parts do not co-occur in
   any retrieved chunk: the question presupposes an option the evidence lacks;
 * an API name written without backticks (``@app.after_response``, ``config.from_toml()``) that,
-  like quoted code, occurs nowhere in the corpus;
+  like quoted code, occurs nowhere in the corpus, and so a keyword argument (``the timeout= argument
+  of CliRunner.invoke``) whose name the corpus never mentions;
 * a proper name (capitalised, not sentence-initial) that occurs nowhere in the corpus: the
   question is about a product or service the docs do not cover.
 
@@ -39,6 +40,8 @@ _CALL_ARGUMENTS = re.compile(r"\((?:[^()]|\([^()]*\))*\)|'[^']*'|\"[^\"]*\"")
 _USER_NAMED = re.compile(r"\b(?:called|named|my)\s*$", re.IGNORECASE)
 _USER_OWN_TOKEN = re.compile(r"\b(my\s+)[\w.@~/-]*[/._:][\w.@~/:-]*", re.IGNORECASE)
 _API_NAME = re.compile(r"(?<![\w.$@])@?[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+# ``timeout=`` written as a keyword argument: a parameter the user expects some API to take
+_KEYWORD_ARGUMENT = re.compile(r"(?<![\w.$@=-])([A-Za-z_][A-Za-z0-9_]*)=(?![=>])")
 _CLITIC = re.compile(r"'(?:s|m|re|ve|ll|d|t)$", re.IGNORECASE)
 _PROGRAM = re.compile(r"[a-z][a-z0-9_-]*")  # the first word of a command line
 # words that make a quoted span a statement of the user's own code, not a name the docs should define
@@ -123,6 +126,9 @@ def unsupported_question_terms(question: str, evidence: list[Chunk], probe: Corp
         abbreviation = all(len(p) == 1 for p in parts)  # "i.e.", "e.g."
         if len(parts) > 1 and not abbreviation and not probe.has_sequence(parts):
             missing.append(name)
+    for name in _KEYWORD_ARGUMENT.findall(_CALL_ARGUMENTS.sub(" ", unquoted)):  # not the user's own call's
+        if not probe.has_sequence(code_parts(name)):
+            missing.append(f"{name}=")
     for name in _proper_names(question):
         if not probe.mentions(name.lower()):
             missing.append(name)
