@@ -97,7 +97,7 @@ def test_md_in_sphinx_without_myst_extension_is_not_read_as_myst(tmp_path):
     assert "2 .md files not read: no literal extensions entry in conf.py names myst_parser or myst_nb" in detection.reason
     assert [p.name for p in find_documents(docs, for_site(RST, detection.site))] == ["pip_uninstall.rst"]
     (docs / "cli" / "pip_uninstall.rst").unlink()
-    with pytest.raises(IngestError, match="2 Markdown files, which Sphinx reads .as MyST. only when conf.py's extensions name myst_parser"):
+    with pytest.raises(IngestError, match="2 Markdown files, which Sphinx reads .as MyST. only when the conf.py with the docs names myst_parser"):
         find_documents(docs, for_site(RST, detection.site))
 
 

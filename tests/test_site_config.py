@@ -250,3 +250,13 @@ def test_pages_of_another_generator_without_a_base_url_are_refused_not_linked_to
     assert Services.open().store.get_corpus("sx") is None
     with_base = CliRunner().invoke(app, ["ingest", str(docs), "--corpus", "sx", "--base-url", "https://x.example.org/"])
     assert with_base.exit_code == 0, with_base.output
+
+
+def test_an_mdx_site_whose_config_names_no_url_is_refused_too_but_a_bare_mdx_folder_gets_the_default(tmp_home, tmp_path):
+    page = {"docs/intro.md": "---\ntitle: Intro\n---\n\n## Install\n\nRun the installer with the quiet flag set.\n"}
+    site = write_docs(tmp_path / "site", {**page, "docusaurus.config.js": "module.exports = { title: 'x' };\n"})
+    refused = CliRunner().invoke(app, ["ingest", str(site), "--corpus", "ds"], env={"COLUMNS": "300"})
+    assert refused.exit_code != 0 and "docusaurus.config.js" in refused.output and "pass --base-url" in refused.output
+    bare = write_docs(tmp_path / "bare", {"intro.mdx": page["docs/intro.md"]})
+    accepted = CliRunner().invoke(app, ["ingest", str(bare), "--corpus", "bare"], env={"COLUMNS": "300"})
+    assert accepted.exit_code == 0 and "using the default https://docs.astro.build/en/" in " ".join(accepted.output.split())

@@ -192,12 +192,13 @@ class Services:
             )
         remembered = (existing.pipeline, existing.base_url) if existing else None
         plan = plan_ingest(source_dir, format, base_url, remembered, config.ASTRO_BASE_URL, page_urls)
-        if plan.base_url_defaulted and plan.format != "mdx":
-            # the default is the bundled Astro docs' site: every citation of these pages would link there
+        if plan.base_url_defaulted and (plan.format != "mdx" or plan.from_config):
+            # the default is the bundled Astro docs' site (a bare MDX folder): any other site's citations
+            # would all link there
             raise IngestError(
-                f"{plan.describe()}: no base URL for these {plan.format} pages; pass --base-url with the address "
-                "the site is published at (e.g. --base-url https://docs.example.com/) so that citations link to "
-                "your pages. Nothing was changed."
+                f"no base URL for these {plan.format} pages ({'; '.join(plan.reasons[:-1])}), and the default, "
+                "the Astro docs' site, would be wrong: pass --base-url with the address the site is published at "
+                "(e.g. --base-url https://docs.example.com/) so that citations link to your pages. Nothing was changed."
             )
         readers = available_readers()
         if plan.format not in readers:
@@ -206,18 +207,21 @@ class Services:
                 f"{', '.join(sorted(readers))}); pass --format with one of those if the docs are in that format."
             )
         policy = resolve_policy(corpus, admission)
-        report = ingest_corpus(
-            self.store,
-            self.encoder,
-            plan.docs_dir,
-            corpus,
-            plan.base_url,
-            progress,
-            policy,
-            tenant,
-            for_site(readers[plan.format], plan.site),
-            max_file_bytes=max_file_bytes,
-        )
+        try:
+            report = ingest_corpus(
+                self.store,
+                self.encoder,
+                plan.docs_dir,
+                corpus,
+                plan.base_url,
+                progress,
+                policy,
+                tenant,
+                for_site(readers[plan.format], plan.site),
+                max_file_bytes=max_file_bytes,
+            )
+        except IngestError as exc:  # what was detected often says why (a conf.py that is not valid Python)
+            raise IngestError(f"{exc} (read as {plan.describe()})") from exc
         report.plan = plan.describe()
         remember_policy(corpus, policy)
         report.admission_report = report_path or default_report_path(corpus)

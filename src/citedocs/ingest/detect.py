@@ -42,6 +42,7 @@ class Detection:
     base_url: str | None  # from the generator's config, when it names one
     reason: str  # what was found, for the user
     site: SiteOptions = SiteOptions()  # config settings that change URLs or anchors
+    from_config: bool = False  # a generator's config file was found (not only its pages' syntax)
 
 
 @dataclass(frozen=True)
@@ -318,7 +319,7 @@ def detect(path: Path) -> Detection:
         )
     if found:
         detection = found[0]
-        return Detection(detection.format, detection.docs_dir, detection.base_url, f"found {detection.reason}", detection.site)
+        return Detection(detection.format, detection.docs_dir, detection.base_url, f"found {detection.reason}", detection.site, True)
     sniffed = _sniff(path)
     return sniffed or Detection("mdx", path, None, "no docs files found")
 
@@ -333,6 +334,7 @@ class IngestPlan:
     reasons: tuple[str, ...]
     site: SiteOptions = SiteOptions()  # the generator config's URL and anchor settings
     base_url_defaulted: bool = False  # no flag, memory or config named one: the caller's default is used
+    from_config: bool = False  # the format was detected from a generator's config file
 
     def describe(self) -> str:
         return f"format {self.format}, base URL {self.base_url}, docs {self.docs_dir} ({'; '.join(self.reasons)})"
@@ -416,5 +418,6 @@ def plan_ingest(
         reasons.append("base URL from the generator config")
     else:
         reasons.append(f"no base URL found; using the default {default_base_url} (pass --base-url)")
-        return IngestPlan(format, docs_dir, default_base_url, tuple(reasons), site, base_url_defaulted=True)
+        from_config = bool(detection and same and detection.from_config)
+        return IngestPlan(format, docs_dir, default_base_url, tuple(reasons), site, True, from_config)
     return IngestPlan(format, docs_dir, base_url, tuple(reasons), site)

@@ -110,8 +110,9 @@ def _walk(source_dir: Path, reader: Reader) -> tuple[list[Path], list[OutsideRoo
     if not files:
         markdown, _ = walk_docs(source_dir, (".md", ".mdx"))
         hint = (
-            f" It holds {len(markdown)} Markdown files, which Sphinx reads (as MyST) only when conf.py's"
-            " extensions name myst_parser or myst_nb, and no conf.py found with the docs does."
+            f" It holds {len(markdown)} Markdown files, which Sphinx reads (as MyST) only when the conf.py"
+            " with the docs names myst_parser or myst_nb in its extensions; none found here does"
+            " (or it is not valid Python: the detection note says)."
             if reader.name == "rst" and markdown
             else ""
         )
