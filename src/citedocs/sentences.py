@@ -88,7 +88,7 @@ def settled_units(partial: str) -> list[Unit]:
 
 
 _QUESTION_SENTENCE_END = re.compile(r"[.!?](?=\s+[A-Z])")
-# where one asking sentence starts asking a second thing: ", and how ...", "; ...", "? And ..."
+# where one asking sentence starts asking a second thing: ", and how ...", ", or ...", "; ..."
 _CLAUSE_BREAK = re.compile(r",?\s+and\s+then\s+|,\s+(?:and|or|but)\s+|;\s+", re.IGNORECASE)
 
 

@@ -196,6 +196,7 @@ class Services:
             # the default is the bundled Astro docs' site (a bare MDX folder): any other site's citations
             # would all link there
             raise IngestError(
+                # reasons[-1] is plan_ingest's "using the default" line, which this replaces
                 f"no base URL for these {plan.format} pages ({'; '.join(plan.reasons[:-1])}), and the default, "
                 "the Astro docs' site, would be wrong: pass --base-url with the address the site is published at "
                 "(e.g. --base-url https://docs.example.com/) so that citations link to your pages. Nothing was changed."
