@@ -275,3 +275,11 @@ def test_a_keyword_argument_the_docs_never_name_is_a_false_premise():
     # inside a call the user writes, the argument is theirs (the call itself is looked up as an API name)
     own_call = "How do I make load_env(retries=3) read the .env file for staging mode?"
     assert "retries=" not in unsupported_question_terms(own_call, RETRIEVED, probe)
+
+
+def test_a_language_or_country_name_is_the_users_value_not_an_unknown_product():
+    probe = ChunksProbe(RETRIEVED)
+    locales = "How do I load a .env file per locale, with English as default plus Spanish and Brazilian Portuguese?"
+    assert unsupported_question_terms(locales, RETRIEVED, probe) == []
+    product = "How do I load a .env file from Doppler, with English as default plus Spanish?"
+    assert unsupported_question_terms(product, RETRIEVED, probe) == ["Doppler"]

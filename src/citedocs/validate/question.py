@@ -22,8 +22,11 @@ has --json and --csv flags. How do I ...?"). A contraction or possessive
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Protocol
+
+from babel import Locale
 
 from ..sentences import asked_sentences
 from ..text import STOPWORDS
@@ -81,12 +84,24 @@ def _quoted_code_missing(question: str, probe: CorpusProbe) -> list[str]:
     return missing
 
 
+@functools.cache
+def _place_and_language_names() -> re.Pattern:
+    """The English names of every language and territory CLDR knows (via Babel): "Brazilian
+    Portuguese", "Spanish", "Germany". In a question they are the user's values (a locale to route,
+    a market to serve), not a product the docs should cover."""
+    english = Locale("en")
+    names = sorted({*english.languages.values(), *english.territories.values()}, key=len, reverse=True)
+    return re.compile(r"\b(?:" + "|".join(re.escape(name) for name in names) + r")\b")
+
+
 def _proper_names(question: str) -> list[str]:
+    """Capitalised words, not sentence-initial, that are no language or place name."""
+    places = {w for m in _place_and_language_names().finditer(question) for w in m.group(0).split()}
     names = []
     for sentence in re.split(r"(?<=[.!?])\s+", re.sub(r"`[^`]*`", " ", question)):
         words = [_CLITIC.sub("", w) for w in _WORD.findall(sentence)]
         for word in words[1:]:
-            if word[0].isupper() and len(word) >= 3 and word.lower() not in STOPWORDS and not word.isupper():
+            if word[0].isupper() and len(word) >= 3 and word.lower() not in STOPWORDS and not word.isupper() and word not in places:
                 names.append(word)
     return names
 
