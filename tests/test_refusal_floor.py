@@ -70,3 +70,42 @@ def test_a_thresholds_file_with_the_old_absolute_threshold_is_a_clear_error(tmp_
     )
     with pytest.raises(ThresholdsError, match="replaced by min_retrieval_margin.*citedocs calibrate"):
         load_thresholds(old)
+
+
+class _HeldRetriever:
+    """Fault injection: a retriever that holds every retrieval of one corpus until released, as a
+    slow first measurement of a large corpus would."""
+
+    def __init__(self, held: str) -> None:
+        import threading
+
+        self.held = held
+        self.release = threading.Event()
+
+    def retrieve(self, corpus, query, top_k, config):
+        from citedocs.retrieve.hybrid import RetrievalResult
+
+        if corpus == self.held:
+            self.release.wait(timeout=10)
+        return RetrievalResult(query=query, hits=[], confidence=0.0)
+
+
+def test_a_corpus_being_measured_does_not_hold_up_another_corpus_first_question():
+    import threading
+
+    from citedocs.retrieve.null_level import NullLevels
+
+    retriever = _HeldRetriever("python-html")
+    levels = NullLevels(retriever)
+    slow = threading.Thread(target=levels.level, args=("python-html", "v1"))
+    slow.start()
+    try:
+        other = threading.Thread(target=levels.level, args=("starlette", "v1"))
+        other.start()
+        other.join(timeout=5)
+        assert not other.is_alive(), "the other corpus's floor waited behind the one being measured"
+        assert ("starlette", "v1") in levels._levels and ("python-html", "v1") not in levels._levels
+    finally:
+        retriever.release.set()
+        slow.join(timeout=10)
+    assert ("python-html", "v1") in levels._levels

@@ -55,11 +55,17 @@ class NullLevels:
     def __init__(self, retriever: Retriever) -> None:
         self._retriever = retriever
         self._levels: dict[tuple[str, str], float] = {}
-        self._lock = threading.Lock()  # one measurement per corpus version, even under concurrent first questions
+        # One measurement per corpus version, even under concurrent first questions; one lock per
+        # corpus version, so that a corpus being measured (up to a second) holds up only its own
+        # first questions, not another corpus's.
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._locks_lock = threading.Lock()
 
     def level(self, corpus: str, version: str) -> float:
         key = (corpus, version)
-        with self._lock:
+        with self._locks_lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
             if key not in self._levels:
                 scores = [self._confidence(corpus, probe) for probe in NULL_PROBES]
                 self._levels[key] = statistics.median(scores)
