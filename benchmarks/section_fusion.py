@@ -1,4 +1,5 @@
-"""Would fusing at the section level beat chunk-level RRF? (README, "Why the misses miss".)
+"""Would another fusion beat chunk-level RRF (k = 60)? Section-level variants (README, "Why the misses
+miss"), other RRF constants and score fusion.
 
 Chunk-level RRF splits a section's votes when BM25 and dense put *different* chunks of one section
 first (each chunk gets one strong vote, a chunk both rank 2nd-4th gets two). Each variant below
@@ -16,6 +17,10 @@ chunk, so the result stays a list of chunks:
 * ``places-one``: the same, and a section's further chunks come after every section's first (its
   scores are the section's + 1 for the first chunks, an ordering, not a similarity);
 * ``places-harmonic``: a section's chunks, best first, get its score divided by 1, 2, 3, ...
+
+Two chunk-level alternatives to RRF_K = 60 are measured the same way (README, "RRF's constant and
+score fusion"): ``rrf-kN``, plain RRF with the constant N, and ``cc-A`` / ``cc-A-rW``, a convex
+combination of the first stages' scores (and the reranker's, with weight W) instead of their ranks.
 
 In the final fusion the chunks scored are the reranked candidates (the rankings hold more).
 One process, the models loaded once; rankings and rows as ``citedocs eval-retrieval`` makes them:
@@ -40,6 +45,7 @@ from pathlib import Path
 from citedocs.eval.cases import load_cases
 from citedocs.eval.retrieval import run_retrieval_eval, summarize
 from citedocs.retrieve import hybrid
+from citedocs.retrieve.rerank import LateInteractionReranker
 from citedocs.service import Services
 
 K = hybrid.RRF_K
@@ -90,8 +96,45 @@ def fusion(places: bool, lifted: int = 1, after_firsts: bool = False, harmonic: 
     return fuse
 
 
+def rrf_k(k: int) -> Callable:
+    """Plain chunk-level RRF with another constant: a smaller k lets one ranker's top chunk outrank
+    chunks both rankers place in the middle of their 50."""
+    return lambda rankings, pool: plain_rrf(rankings, k)
+
+
+# The scores behind the rankings of the retrieve in progress (``patched`` records them): BM25's,
+# the dense cosine's (for up to ``DENSE_DEPTH`` chunks) and the reranker's MaxSim.
+SCORES: dict[str, dict[str, float]] = {}
+DENSE_DEPTH = 1000
+
+
+def convex(alpha: float, rerank_weight: float = 0.0) -> Callable:
+    """A convex combination of scores instead of ranks (Bruch et al., "An Analysis of Fusion
+    Functions for Hybrid Retrieval", TOIS 2023): BM25 divided by the best BM25 of this question
+    (0 where BM25 did not return the chunk), the dense cosine as it is (the cosine of a chunk past
+    the dense list is read from a deeper list); ``alpha`` weighs the dense side. In the final fusion
+    the MaxSim similarity joins with ``rerank_weight`` (0: the reranker does not vote)."""
+
+    def fuse(rankings: list[list[str]], pool: list[str]) -> dict[str, float]:
+        lexical, dense, maxsim = SCORES.get("bm25", {}), SCORES.get("dense", {}), SCORES.get("rerank", {})
+        top = max(lexical.values(), default=0.0) or 1.0
+        floor = min(dense.values(), default=0.0)
+        scores = {}
+        for chunk_id in pool:
+            first = alpha * dense.get(chunk_id, floor) + (1 - alpha) * lexical.get(chunk_id, 0.0) / top
+            if chunk_id in maxsim:
+                first = (1 - rerank_weight) * first + rerank_weight * maxsim[chunk_id]
+            scores[chunk_id] = first
+        return scores
+
+    return fuse
+
+
 VARIANTS: dict[str, Callable | None] = {
     "chunk": None,
+    **{f"rrf-k{k}": rrf_k(k) for k in (5, 10, 15, 20, 30, 40)},
+    **{f"cc-{a}": convex(a) for a in (0.3, 0.5, 0.7, 0.8)},
+    **{f"cc-{a}-r{w}": convex(a, w) for a in (0.5, 0.7) for w in (0.3, 0.5)},
     "best-rank": fusion(places=False),
     "best-rank-2": fusion(places=False, lifted=2),
     "best-rank-first": fusion(places=False),  # first stage only (see patched)
@@ -121,18 +164,40 @@ class patched:
 
     def __enter__(self):
         shipped = self.retrieve = hybrid.HybridRetriever.retrieve
+        self.bm25, self.dense, self.rerank = hybrid.HybridRetriever.bm25, hybrid.HybridRetriever.dense, LateInteractionReranker.score
+        bm25, dense, rerank = self.bm25, self.dense, self.rerank
 
         def retrieve(retriever, *args, **kwargs):
             self.in_retrieve = 0
+            SCORES.clear()
             return shipped(retriever, *args, **kwargs)
 
+        def recorded_bm25(retriever, corpus, query, limit):
+            out = bm25(retriever, corpus, query, limit)
+            SCORES["bm25"] = dict(out)
+            return out
+
+        def recorded_dense(retriever, corpus, vector, limit):
+            deep = dense(retriever, corpus, vector, max(limit, DENSE_DEPTH))
+            SCORES["dense"] = dict(deep)
+            return deep[:limit]
+
+        def recorded_rerank(reranker, query, chunks, corpus):
+            out = rerank(reranker, query, chunks, corpus)
+            SCORES["rerank"] = {c.id: s for c, s in zip(chunks, out)}
+            return out
+
         hybrid.HybridRetriever.retrieve = retrieve
+        hybrid.HybridRetriever.bm25, hybrid.HybridRetriever.dense = recorded_bm25, recorded_dense
+        LateInteractionReranker.score = recorded_rerank
         hybrid.reciprocal_rank_fusion = self
         return self
 
     def __exit__(self, *exc):
         hybrid.reciprocal_rank_fusion = plain_rrf
         hybrid.HybridRetriever.retrieve = self.retrieve
+        hybrid.HybridRetriever.bm25, hybrid.HybridRetriever.dense = self.bm25, self.dense
+        LateInteractionReranker.score = self.rerank
 
 
 def main() -> None:
