@@ -283,3 +283,11 @@ def test_a_language_or_country_name_is_the_users_value_not_an_unknown_product():
     assert unsupported_question_terms(locales, RETRIEVED, probe) == []
     product = "How do I load a .env file from Doppler, with English as default plus Spanish?"
     assert unsupported_question_terms(product, RETRIEVED, probe) == ["Doppler"]
+
+
+def test_proper_names_are_read_per_sentence_as_the_asking_rule_splits_them():
+    from citedocs.validate.question import _proper_names
+
+    # a sentence's first word is no name; a period inside backticks ends no sentence, and code is no name
+    assert _proper_names("It builds. Vercel then shows a 404 on Netlify, i.e. Cloudflare too?") == ["Netlify"]
+    assert _proper_names("Why does `npm run build. Deploy` fail on Vercel?") == ["Vercel"]

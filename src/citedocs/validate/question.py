@@ -28,7 +28,7 @@ from typing import Protocol
 
 from babel import Locale
 
-from ..sentences import asked_sentences
+from ..sentences import asked_sentences, question_sentences
 from ..text import STOPWORDS
 from ..types import Chunk
 from .support import content_terms, specific_terms
@@ -98,8 +98,8 @@ def _proper_names(question: str) -> list[str]:
     """Capitalised words, not sentence-initial, that are no language or place name."""
     places = {w for m in _place_and_language_names().finditer(question) for w in m.group(0).split()}
     names = []
-    for sentence in re.split(r"(?<=[.!?])\s+", re.sub(r"`[^`]*`", " ", question)):
-        words = [_CLITIC.sub("", w) for w in _WORD.findall(sentence)]
+    for sentence in question_sentences(question):
+        words = [_CLITIC.sub("", w) for w in _WORD.findall(re.sub(r"`[^`]*`", " ", sentence))]
         for word in words[1:]:
             if word[0].isupper() and len(word) >= 3 and word.lower() not in STOPWORDS and not word.isupper() and word not in places:
                 names.append(word)
