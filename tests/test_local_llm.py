@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from citedocs import threads as thread_plan
 from conftest import ASTRO_BASE_URL, copy_astro_pages, running_server
 
 CORPUS = "small"
@@ -140,6 +141,14 @@ def _model_server_pid(home: Path) -> int:
         if b"citedocs.generate.llm_server" in cmdline and f"CITEDOCS_HOME={home}".encode() in environ:
             return int(entry.name)
     raise AssertionError("no llama.cpp server process found for this citedocs server")
+
+
+def test_the_model_server_evaluates_prompts_on_every_core_and_writes_on_the_planned_threads(server):
+    _, home = server
+    args = (Path("/proc") / str(_model_server_pid(home)) / "cmdline").read_bytes().decode().split("\0")
+    planned = thread_plan.plan()
+    assert args[args.index("--threads") + 1] == str(planned.llama)
+    assert args[args.index("--batch-threads") + 1] == str(planned.llama_prompt)
 
 
 def test_a_model_server_killed_mid_answer_ends_in_a_refusal_and_a_503(server):

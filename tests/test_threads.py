@@ -37,14 +37,15 @@ def test_cli_process_runs_blas_on_one_thread_even_when_the_environment_asks_for_
     report = cli_threads(OPENBLAS_NUM_THREADS="2", CITEDOCS_THREADS="")
     assert report["applied"]["blas"] == 1
     assert report["applied"]["torch"] == report["planned"]["torch"] == threads.usable_cores()
-    assert report["applied"]["llama"] == 1
+    assert report["applied"]["llama"] == 1  # writing tokens: a second thread collapses when a core is busy
+    assert report["applied"]["llama_prompt"] == threads.usable_cores()  # prompts: every core (2 here)
 
 
 def test_citedocs_threads_setting_sizes_torch_and_llama_but_never_blas():
     report = cli_threads(CITEDOCS_THREADS="1")
-    assert report["applied"] == {"torch": 1, "blas": 1, "llama": 1}
+    assert report["applied"] == {"torch": 1, "blas": 1, "llama": 1, "llama_prompt": 1}
     report = cli_threads(CITEDOCS_THREADS="3")
-    assert report["applied"] == {"torch": 3, "blas": 1, "llama": 3}
+    assert report["applied"] == {"torch": 3, "blas": 1, "llama": 3, "llama_prompt": 3}
 
 
 def test_a_bad_threads_setting_is_a_clear_error():
@@ -64,4 +65,4 @@ def test_running_server_reports_the_thread_counts_it_runs_with(tmp_home, small_d
     with running_server(tmp_home, CITEDOCS_CORPUS="small", OPENBLAS_NUM_THREADS="2", CITEDOCS_THREADS="1") as (base, _):
         metrics = httpx.get(f"{base}/metrics", timeout=10).text
     gauges = dict(re.findall(r'^citedocs_threads\{library="(\w+)"\} ([\d.]+)$', metrics, re.M))
-    assert gauges == {"torch": "1.0", "blas": "1.0", "llama": "1.0"}
+    assert gauges == {"torch": "1.0", "blas": "1.0", "llama": "1.0", "llama_prompt": "1.0"}

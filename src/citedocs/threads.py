@@ -16,9 +16,17 @@ core of the machine:
   OpenMP threads need next: measured on 2 cores (issue #12), encoding one question took ~105 ms
   inside the retrieval loop and ~10 ms alone, and pinning OpenBLAS to one thread brought the whole
   hybrid+rerank query from ~120 ms to ~28 ms with identical rankings. So BLAS gets exactly 1.
-* **llama.cpp** (the ``local`` backend): decode is memory-bound and its threads spin-wait on each
-  other; on a busy 2-core box 2 threads were far slower than 1, so 1 on 2 cores or fewer and half
-  the cores (at most 8) on a larger machine, unless ``CITEDOCS_THREADS`` says otherwise.
+* **llama.cpp** (the ``local`` backend) has two counts, one for evaluating a prompt (big batches of
+  matrix products, where a second core nearly doubles the rate) and one for writing tokens (one
+  token at a time, each step many small operations whose threads wait on each other). Measured on
+  2 cores (``benchmarks/bench_llm_threads.py``, README "Threads on 2 cores"): with the machine
+  quiet, 2 threads evaluate a prompt at 68 tokens/s against 35 with 1, and write 12.5 tokens/s
+  against 6.9; with one core kept busy by another process, 2 writing threads fall to 0.4 tokens/s
+  (each step waits for the descheduled thread; llama.cpp's ``poll`` 0 does not help) while 2 prompt
+  threads still manage 32 against 36. An answer's prompts (grading, the answer, verification:
+  ~2,300 tokens) outweigh what it writes (~50-130 tokens), so on 2 cores or fewer the prompt gets
+  every core and writing gets 1; on a larger machine both get half the cores (at most 8).
+  ``CITEDOCS_THREADS`` sets both.
 
 **Server workers** (``serve_workers``): an extractive or OpenAI-backend answer is a few short
 MiniLM forward passes wrapped in Python (tokenising, regexes, the question gate, pydantic, JSON,
@@ -52,7 +60,8 @@ from dataclasses import asdict, dataclass
 
 from . import config
 
-LIBRARIES = ("torch", "blas", "llama")
+LIBRARIES = ("torch", "blas", "llama", "llama_prompt")
+LLAMA_POLL = 50  # llama.cpp's default polling level (0-100) for threads waiting on each other
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -61,7 +70,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 class ThreadPlan:
     torch: int  # intra-op threads for the encoder
     blas: int  # numpy's BLAS
-    llama: int  # llama.cpp decode and prompt threads (the ``local`` backend)
+    llama: int  # llama.cpp's threads writing tokens (the ``local`` backend)
+    llama_prompt: int  # llama.cpp's threads evaluating a prompt
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -99,10 +109,12 @@ def cores_per_worker() -> int:
 def plan() -> ThreadPlan:
     configured = config.setting("threads")
     cores = usable_cores()
+    llama = 1 if cores <= 2 else min(8, cores // 2)
     return ThreadPlan(
         torch=configured or cores_per_worker(),
         blas=1,
-        llama=configured or (1 if cores <= 2 else min(8, cores // 2)),
+        llama=configured or llama,
+        llama_prompt=configured or (cores if cores <= 2 else llama),
     )
 
 
@@ -138,9 +150,10 @@ def onnx_session_options():
 
 
 def current() -> dict[str, int]:
-    """The limits as the libraries report them now (llama.cpp has no global: the planned value)."""
+    """The limits as the libraries report them now (llama.cpp has no global: the planned values)."""
     import torch
     from threadpoolctl import threadpool_info
 
     blas = [pool["num_threads"] for pool in threadpool_info() if pool.get("user_api") == "blas"]
-    return {"torch": torch.get_num_threads(), "blas": max(blas, default=0), "llama": plan().llama}
+    chosen = plan()
+    return {"torch": torch.get_num_threads(), "blas": max(blas, default=0), "llama": chosen.llama, "llama_prompt": chosen.llama_prompt}

@@ -54,10 +54,19 @@ class ServerConfig:
     port: int = 0  # 0: a free port
     n_ctx: int = DEFAULT_CONTEXT
     log_file: Path | None = None
+    poll: int = threads.LLAMA_POLL  # llama.cpp's busy-wait level for idle threads (0: they sleep)
+    batch_threads: int | None = None  # prompt evaluation's threads (None: ``threads``)
 
     @classmethod
     def from_env(cls, port: int = 0) -> ServerConfig:
-        return cls(model=model_path(), threads=threads.plan().llama, port=port, log_file=config.home() / "logs" / "llm-server.log")
+        chosen = threads.plan()
+        return cls(
+            model=model_path(),
+            threads=chosen.llama,
+            batch_threads=chosen.llama_prompt,
+            port=port,
+            log_file=config.home() / "logs" / "llm-server.log",
+        )
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -85,9 +94,11 @@ def run_server(cfg: ServerConfig, exit_with_parent: bool = False, api_key: str |
     params.cache_ram_mib = 1024  # llama.cpp keeps recent prompts' KV state in RAM for prefix reuse
     params.port = cfg.port
     params.cpuparams.n_threads = cfg.threads
-    params.cpuparams_batch.n_threads = cfg.threads
+    params.cpuparams_batch.n_threads = cfg.batch_threads or cfg.threads
+    params.cpuparams.poll = cfg.poll
+    params.cpuparams_batch.poll = cfg.poll
     server = xlc.Server(params)  # noqa: F841 (listens until the process ends)
-    print(f"llama.cpp server for {MODEL_NAME} on http://{cfg.host}:{cfg.port}/v1 ({cfg.threads} threads)", flush=True)
+    print(f"llama.cpp server for {MODEL_NAME} on http://{cfg.host}:{cfg.port}/v1 ({cfg.threads} threads writing, {cfg.batch_threads or cfg.threads} evaluating prompts)", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -130,7 +141,8 @@ class ManagedServer:
             command = [
                 sys.executable, "-m", "citedocs.generate.llm_server", "--model", str(self.cfg.model),
                 "--host", self.cfg.host, "--port", str(self.port), "--threads", str(self.cfg.threads),
-                "--ctx", str(self.cfg.n_ctx), "--exit-with-parent", "--verified",
+                "--ctx", str(self.cfg.n_ctx), "--poll", str(self.cfg.poll),
+                "--batch-threads", str(self.cfg.batch_threads or self.cfg.threads), "--exit-with-parent", "--verified",
             ]
             out = log.open("ab") if log is not None else subprocess.DEVNULL
             try:
@@ -199,13 +211,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--ctx", type=int, default=DEFAULT_CONTEXT)
+    parser.add_argument("--batch-threads", type=int, default=None, help="prompt evaluation threads (default: --threads)")
+    parser.add_argument("--poll", type=int, default=threads.LLAMA_POLL, help="llama.cpp polling level 0-100 (0: idle threads sleep)")
     parser.add_argument("--exit-with-parent", action="store_true")
     parser.add_argument("--verified", action="store_true", help="the parent has just checked the sha256")
     args = parser.parse_args(argv)
     model = args.model or model_path()
     if not args.verified:
         verify_model(model)
-    cfg = ServerConfig(model=model, threads=args.threads, host=args.host, port=args.port, n_ctx=args.ctx)
+    cfg = ServerConfig(
+        model=model, threads=args.threads, host=args.host, port=args.port, n_ctx=args.ctx, poll=args.poll,
+        batch_threads=args.batch_threads,
+    )
     run_server(cfg, exit_with_parent=args.exit_with_parent, api_key=os.environ.pop(KEY_ENV, None))
 
 
