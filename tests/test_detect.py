@@ -103,6 +103,7 @@ def test_cli_detects_mkdocs_says_why_and_remembers_the_format(tmp_home, tmp_path
     out = cli_output(second)
     assert second.exit_code == 0, out
     assert "format mkdocs remembered" in out and "1 changed" in out
+    assert "definition lists off, as remembered for this corpus" in out  # the config named no def_list
 
 
 def test_cli_names_a_missing_reader_clearly(tmp_home, tmp_path):

@@ -118,7 +118,7 @@ def test_generator_config_settings_reach_the_reader(tmp_path, config_name):
     assert (detection.format, detection.docs_dir, detection.base_url) == ("mkdocs", docs, "https://demo.example.org/")
     assert "pymdownx.slugs.slugify" in detection.reason and "use_directory_urls: false" in detection.reason
     plan = plan_ingest(tmp_path, "mkdocs", None, None, SITE)  # a --format flag keeps the config's settings
-    assert plan.site == SiteOptions(False, "pymdownx.slugs.slugify", (("case", "lower"),), "-")
+    assert plan.site == SiteOptions(False, "pymdownx.slugs.slugify", (("case", "lower"),), "-", definition_lists=False)
     page = read((docs / "index.md").read_text(), rel="index.md", site=plan.site)
     assert (page.url, anchors(page)) == (f"{SITE}index.html", ["home", "tips--tricks"])
     assert for_site(MKDOCS, plan.site).version != MKDOCS.version  # a changed setting rebuilds the index
@@ -137,13 +137,39 @@ def test_zensical_toml_is_read(tmp_path):
     )
 
 
+DEFINITION_PAGE = "# Options\n\n`palette`\n:   Sets the colours.\n"
+
+
+@pytest.mark.parametrize(
+    ("config_name", "config", "definition_lists"),
+    [
+        ("mkdocs.yml", "site_url: https://d.example.org/\nmarkdown_extensions:\n  - attr_list\n", False),
+        ("mkdocs.yml", "site_url: https://d.example.org/\n", False),  # MkDocs' own extensions have no def_list
+        ("mkdocs.yml", "site_url: https://d.example.org/\nmarkdown_extensions:\n  - def_list\n", True),
+        ("mkdocs.yml", "site_url: https://d.example.org/\nmarkdown_extensions:\n  - pymdownx.extra:\n      x: 1\n", True),
+        ("zensical.toml", '[project]\nsite_url = "https://d.example.org/"\n', True),  # Zensical's default set
+        ("zensical.toml", '[project]\nsite_url = "https://d.example.org/"\n[project.markdown_extensions.abbr]\n', False),
+    ],
+)
+def test_definition_lists_are_read_only_where_the_config_enables_them(tmp_path, config_name, config, definition_lists):
+    (tmp_path / config_name).write_text(config)
+    (tmp_path / "docs").mkdir()
+    detection = detect(tmp_path)
+    assert detection.site.definition_lists is definition_lists
+    assert ("def_list not enabled" in detection.reason) is not definition_lists
+    blocks = [b.text for b in read(DEFINITION_PAGE, site=detection.site).sections[-1].blocks]
+    # without def_list Python-Markdown shows the marker line as part of the paragraph, as the site does
+    assert blocks == (["`palette`", "Sets the colours."] if definition_lists else ["`palette` :   Sets the colours."])
+    assert (for_site(MKDOCS, detection.site).version == MKDOCS.version) is (detection.site == SiteOptions())
+
+
 def test_unknown_slugify_falls_back_to_the_default_and_says_so(tmp_path):
     (tmp_path / "mkdocs.yml").write_text(
         "site_name: X\nmarkdown_extensions:\n  - toc:\n      slugify: !!python/name:my_site.slugs.custom\n"
     )
     (tmp_path / "docs").mkdir()
     detection = detect(tmp_path)
-    assert detection.site == SiteOptions()
+    assert detection.site == SiteOptions(definition_lists=False)
     assert "my_site.slugs.custom is not known" in detection.reason
 
 

@@ -20,7 +20,16 @@ import yaml
 
 from .pipeline import IngestError
 from .boundary import walk_docs
-from .readers import DocusaurusSite, Reader, SiteOptions, SourceFile, for_site, reader_named, remembered_directory_urls
+from .readers import (
+    DocusaurusSite,
+    Reader,
+    SiteOptions,
+    SourceFile,
+    for_site,
+    reader_named,
+    remembered_definition_lists,
+    remembered_directory_urls,
+)
 from .slugs import toc_slugify
 from .sphinx_conf import myst_options
 
@@ -81,8 +90,21 @@ def _toc_settings(extensions: object) -> dict:
     return {}
 
 
-def _mkdocs_site(data: dict) -> tuple[SiteOptions, list[str]]:
-    """The URL layout and slug rule an MkDocs (or Zensical) config sets, and what to tell the user."""
+# Python-Markdown extensions that bring ``def_list`` (``extra`` and PyMdown's ``extra`` bundle it)
+_DEF_LIST = frozenset({"def_list", "markdown.extensions.def_list", "extra", "markdown.extensions.extra", "pymdownx.extra"})
+
+
+def _extension_names(extensions: object) -> set[str]:
+    """The names in ``markdown_extensions``: a list of names or one-key maps, or (zensical.toml) a table."""
+    entries = extensions if isinstance(extensions, list) else [extensions] if isinstance(extensions, dict) else []
+    return {str(name) for entry in entries for name in (entry if isinstance(entry, dict) else [entry])}
+
+
+def _mkdocs_site(data: dict, zensical: bool = False) -> tuple[SiteOptions, list[str]]:
+    """The URL layout and slug rule an MkDocs (or Zensical) config sets, and what to tell the user.
+
+    Definition lists follow ``markdown_extensions``; a Zensical config that names no extensions gets
+    Zensical's default set, which enables ``def_list``."""
     toc = _toc_settings(data.get("markdown_extensions"))
     slugify, notes = toc.get("slugify"), []
     if isinstance(slugify, dict) and "object" in slugify:  # zensical.toml: {object = "...", kwds = {...}}
@@ -99,7 +121,11 @@ def _mkdocs_site(data: dict) -> tuple[SiteOptions, list[str]]:
     directory_urls = data.get("use_directory_urls") is not False
     if not directory_urls:
         notes.append("use_directory_urls: false (page.html URLs)")
-    site = SiteOptions(directory_urls, name, tuple(sorted(options.items())), separator)
+    extensions = data.get("markdown_extensions")
+    definition_lists = bool(_extension_names(extensions) & _DEF_LIST) or (zensical and not extensions)
+    if not definition_lists:
+        notes.append("def_list not enabled (':   ' lines are text)")
+    site = SiteOptions(directory_urls, name, tuple(sorted(options.items())), separator, definition_lists=definition_lists)
     return site, notes
 
 
@@ -126,7 +152,7 @@ def _mkdocs(config: Path) -> Detection:
         raise DetectionError(f"{config} is not a key: value mapping. Fix it, or pass --format and --base-url.")
     docs_dir = config.parent / str(data.get("docs_dir") or "docs")
     site_url = data.get("site_url")
-    site, notes = _mkdocs_site(data)
+    site, notes = _mkdocs_site(data, zensical=config.name.startswith("zensical"))
     details = ", ".join([f"site_url {site_url}" if site_url else "no site_url", f"docs_dir {data.get('docs_dir') or 'docs'}", *notes])
     return Detection("mkdocs", docs_dir, str(site_url) if site_url else None, f"{config.name} ({details})", site)
 
@@ -398,6 +424,10 @@ def plan_ingest(
     site = detection.site if detection and same else SiteOptions()
     if site != SiteOptions() and (format_given or remembered):  # the detection reason was not printed
         reasons.append(f"URL and anchor settings from {detection.reason}")
+    elif remembered and not (same and detection.from_config) and not remembered_definition_lists(remembered[0]):
+        # no generator config here to say it: keep what the config said when the corpus was ingested
+        site = replace(site, definition_lists=False)
+        reasons.append("definition lists off, as remembered for this corpus")
     if page_urls is not None:
         if format not in ("rst", "mkdocs", "vitepress"):
             raise DetectionError(

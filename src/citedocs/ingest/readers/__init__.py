@@ -43,7 +43,8 @@ class SiteOptions:
     """Settings in a site generator's config that change a page's URL or its anchors.
 
     The defaults are the generator's own, so a site without such settings reads exactly as before.
-    MkDocs has them (``use_directory_urls`` and ``toc``'s ``slugify`` and ``separator``); for Sphinx, the
+    MkDocs has them (``use_directory_urls``, ``toc``'s ``slugify`` and ``separator``, whether ``def_list``
+    is enabled); for Sphinx, the
     builder (``dirhtml`` or ``html``) decides the URL layout and ``conf.py`` whether ``.md`` pages are
     MyST; for VitePress, ``cleanUrls``; a Docusaurus site has its own (``docusaurus``)."""
 
@@ -55,21 +56,30 @@ class SiteOptions:
     toc_separator: str = "-"
     myst: MystOptions | None = field(default=None, repr=False)  # a Sphinx site that enables MyST
     docusaurus: DocusaurusSite | None = field(default=None, repr=False)  # a Docusaurus site's URL and anchor rules
+    # Python-Markdown's ``def_list`` (``:   definition``): MkDocs reads it only where the config's
+    # ``markdown_extensions`` enables it; elsewhere such a line is paragraph text, as the site shows it
+    definition_lists: bool = field(default=True, repr=False)
 
     def fingerprint(self) -> str:
         """Short and stable; part of the reader's version, so changing a setting rebuilds the index.
         ``html.`` leads when pages are ``.html`` files: a later ingest reads the layout back from the
         corpus's pipeline (``remembered_directory_urls``), since a flag may have chosen it. MyST and
         Docusaurus settings join only where a site has them, so every other site keeps its fingerprint
-        (and index)."""
+        (and index). ``nodl.`` marks a site without definition lists, read back the same way
+        (``remembered_definition_lists``)."""
         described = repr(self) + "".join(repr(extra) for extra in (self.myst, self.docusaurus) if extra)
         digest = hashlib.sha256(described.encode()).hexdigest()[:8]
-        return digest if self.directory_urls else f"html.{digest}"
+        return ("" if self.directory_urls else "html.") + ("" if self.definition_lists else "nodl.") + digest
 
 
 def remembered_directory_urls(pipeline: str) -> bool:
     """Whether a corpus was ingested with ``page/`` URLs, read from its pipeline string."""
     return ".html." not in pipeline.split("+", 1)[0]
+
+
+def remembered_definition_lists(pipeline: str) -> bool:
+    """Whether a corpus was ingested with definition lists read, from its pipeline string."""
+    return ".nodl." not in pipeline.split("+", 1)[0]
 
 
 class Reader(Protocol):

@@ -272,7 +272,7 @@ def _cleanup_rule(state: StateCore) -> None:
                 token.meta = {**(token.meta or {}), "keep_with_next": True}
 
 
-def build_parser() -> MarkdownIt:
+def build_parser(definition_lists: bool = True) -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": True}).enable("table").disable("html_block")
     front_matter_plugin(md)
     alt = {"alt": ["paragraph", "reference", "blockquote", "list"]}
@@ -281,7 +281,8 @@ def build_parser() -> MarkdownIt:
     md.block.ruler.before("fence", "admonition", _indented_rule(_ADMONITION, "admonition", _admonition_title), alt)
     md.block.ruler.before("fence", "content_tab", _indented_rule(_TAB, "tab", lambda m: m.group(1)), alt)
     md.block.ruler.before("fence", "pymdown_block", _pymdown_block_rule, alt)
-    md.block.ruler.before("fence", "definition", _definition_rule, alt)
+    if definition_lists:
+        md.block.ruler.before("fence", "definition", _definition_rule, alt)
     # after text_join: a backslash (``{: #\\6.0}``) is its own token until then, hiding the attribute list
     md.core.ruler.after("text_join", "mkdocs_cleanup", _cleanup_rule)
     return md
@@ -363,11 +364,12 @@ def page_url(base_url: str, doc_path: str, directory_urls: bool = True) -> str:
 
 
 def _site_fields(site: SiteOptions) -> dict:
-    """The slug function and URL layout a site's ``mkdocs.yml`` configures."""
+    """The slug function, URL layout and definition lists a site's ``mkdocs.yml`` configures."""
     slugify = toc_slugify(site.toc_slugify, dict(site.toc_slugify_options), site.toc_separator)
     return {
         "new_slugger": partial(PythonMarkdownSlugger, slugify=slugify),
         "page_url": lambda base_url, doc_path, _meta: page_url(base_url, doc_path, site.directory_urls),
+        "parser": build_parser(site.definition_lists),
     }
 
 
