@@ -79,25 +79,22 @@ _PermissiveLoader.add_multi_constructor("tag:yaml.org,2002:python/", _python_ref
 _PermissiveLoader.add_multi_constructor("", lambda loader, suffix, node: None)
 
 
-def _toc_settings(extensions: object) -> dict:
-    """The options of the ``toc`` entry in ``markdown_extensions`` (a list of names or one-key maps)."""
+def _extensions(extensions: object) -> dict[str, object]:
+    """``markdown_extensions`` as name -> options (None for a bare name): a list of names or one-key
+    maps (mkdocs.yml), or a table (zensical.toml)."""
     entries = extensions if isinstance(extensions, list) else [extensions] if isinstance(extensions, dict) else []
-    for entry in entries:
-        if isinstance(entry, dict):
-            for name, options in entry.items():
-                if name in ("toc", "markdown.extensions.toc") and isinstance(options, dict):
-                    return options
-    return {}
+    return {str(name): options for entry in entries for name, options in (entry.items() if isinstance(entry, dict) else [(entry, None)])}
+
+
+def _toc_settings(extensions: object) -> dict:
+    """The options of the ``toc`` entry in ``markdown_extensions``."""
+    named = _extensions(extensions)
+    options = named.get("toc", named.get("markdown.extensions.toc"))
+    return options if isinstance(options, dict) else {}
 
 
 # Python-Markdown extensions that bring ``def_list`` (``extra`` and PyMdown's ``extra`` bundle it)
 _DEF_LIST = frozenset({"def_list", "markdown.extensions.def_list", "extra", "markdown.extensions.extra", "pymdownx.extra"})
-
-
-def _extension_names(extensions: object) -> set[str]:
-    """The names in ``markdown_extensions``: a list of names or one-key maps, or (zensical.toml) a table."""
-    entries = extensions if isinstance(extensions, list) else [extensions] if isinstance(extensions, dict) else []
-    return {str(name) for entry in entries for name in (entry if isinstance(entry, dict) else [entry])}
 
 
 def _mkdocs_site(data: dict, zensical: bool = False) -> tuple[SiteOptions, list[str]]:
@@ -122,7 +119,7 @@ def _mkdocs_site(data: dict, zensical: bool = False) -> tuple[SiteOptions, list[
     if not directory_urls:
         notes.append("use_directory_urls: false (page.html URLs)")
     extensions = data.get("markdown_extensions")
-    definition_lists = bool(_extension_names(extensions) & _DEF_LIST) or (zensical and not extensions)
+    definition_lists = bool(_extensions(extensions).keys() & _DEF_LIST) or (zensical and not extensions)
     if not definition_lists:
         notes.append("def_list not enabled (':   ' lines are text)")
     site = SiteOptions(directory_urls, name, tuple(sorted(options.items())), separator, definition_lists=definition_lists)
