@@ -61,7 +61,6 @@ from dataclasses import asdict, dataclass
 from . import config
 
 LIBRARIES = ("torch", "blas", "llama", "llama_prompt")
-LLAMA_POLL = 50  # llama.cpp's default polling level (0-100) for threads waiting on each other
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 

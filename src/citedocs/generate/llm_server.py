@@ -39,6 +39,7 @@ little extra time. Each slot keeps its own KV cache for prompt-prefix reuse."""
 CONTEXT_PER_SLOT = 8192  # tokens; the answer prompt (6 chunks + history) stays well under it
 DEFAULT_CONTEXT = SLOTS * CONTEXT_PER_SLOT  # llama.cpp splits n_ctx evenly between the slots
 START_TIMEOUT_S = 180.0
+DEFAULT_POLL = 50  # llama.cpp's own default polling level (0-100) for threads waiting on each other
 KEY_ENV = "CITEDOCS_LLM_SERVER_KEY"  # the managed server's bearer key, passed by environment (never argv)
 
 
@@ -54,8 +55,12 @@ class ServerConfig:
     port: int = 0  # 0: a free port
     n_ctx: int = DEFAULT_CONTEXT
     log_file: Path | None = None
-    poll: int = threads.LLAMA_POLL  # llama.cpp's busy-wait level for idle threads (0: they sleep)
+    poll: int = DEFAULT_POLL  # llama.cpp's busy-wait level for idle threads (0: they sleep)
     batch_threads: int | None = None  # prompt evaluation's threads (None: ``threads``)
+
+    @property
+    def prompt_threads(self) -> int:
+        return self.batch_threads or self.threads
 
     @classmethod
     def from_env(cls, port: int = 0) -> ServerConfig:
@@ -94,11 +99,11 @@ def run_server(cfg: ServerConfig, exit_with_parent: bool = False, api_key: str |
     params.cache_ram_mib = 1024  # llama.cpp keeps recent prompts' KV state in RAM for prefix reuse
     params.port = cfg.port
     params.cpuparams.n_threads = cfg.threads
-    params.cpuparams_batch.n_threads = cfg.batch_threads or cfg.threads
+    params.cpuparams_batch.n_threads = cfg.prompt_threads
     params.cpuparams.poll = cfg.poll
     params.cpuparams_batch.poll = cfg.poll
     server = xlc.Server(params)  # noqa: F841 (listens until the process ends)
-    print(f"llama.cpp server for {MODEL_NAME} on http://{cfg.host}:{cfg.port}/v1 ({cfg.threads} threads writing, {cfg.batch_threads or cfg.threads} evaluating prompts)", flush=True)
+    print(f"llama.cpp server for {MODEL_NAME} on http://{cfg.host}:{cfg.port}/v1 ({cfg.threads} threads writing, {cfg.prompt_threads} evaluating prompts)", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -142,7 +147,7 @@ class ManagedServer:
                 sys.executable, "-m", "citedocs.generate.llm_server", "--model", str(self.cfg.model),
                 "--host", self.cfg.host, "--port", str(self.port), "--threads", str(self.cfg.threads),
                 "--ctx", str(self.cfg.n_ctx), "--poll", str(self.cfg.poll),
-                "--batch-threads", str(self.cfg.batch_threads or self.cfg.threads), "--exit-with-parent", "--verified",
+                "--batch-threads", str(self.cfg.prompt_threads), "--exit-with-parent", "--verified",
             ]
             out = log.open("ab") if log is not None else subprocess.DEVNULL
             try:
@@ -212,7 +217,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--ctx", type=int, default=DEFAULT_CONTEXT)
     parser.add_argument("--batch-threads", type=int, default=None, help="prompt evaluation threads (default: --threads)")
-    parser.add_argument("--poll", type=int, default=threads.LLAMA_POLL, help="llama.cpp polling level 0-100 (0: idle threads sleep)")
+    parser.add_argument("--poll", type=int, default=DEFAULT_POLL, help="llama.cpp polling level 0-100 (0: idle threads sleep)")
     parser.add_argument("--exit-with-parent", action="store_true")
     parser.add_argument("--verified", action="store_true", help="the parent has just checked the sha256")
     args = parser.parse_args(argv)
