@@ -178,15 +178,16 @@ class AskPipeline:
             yield refusal
             return
         chunks = [h.chunk for h in hits]
+        citable = chunks
         if self.grader is not None:
-            chunks = self._grade(run, chunks)
-            if not chunks:
+            citable = self._grade(run, chunks, request.history)
+            if not citable:
                 yield run.refuse(
                     RefusalReason.no_relevant_passage,
                     "the model judged none of the retrieved passages to help answer the question.",
                 )
                 return
-        yield from self._generate_and_validate(run, chunks, request.history)
+        yield from self._generate_and_validate(run, chunks, citable, request.history)
 
     def _rewrite(self, run: _Answer, request: AskRequest) -> str:
         query = run.question
@@ -232,10 +233,10 @@ class AskPipeline:
             return run.refuse(RefusalReason.question_terms_not_in_docs, f"the docs don't mention {', '.join(missing)}.")
         return None
 
-    def _grade(self, run: _Answer, chunks: list[Chunk]) -> list[Chunk]:
+    def _grade(self, run: _Answer, chunks: list[Chunk], history) -> list[Chunk]:
         """The chunks the LLM grader keeps (a grader fault keeps them all: generation decides)."""
         try:
-            grades = run.trace.timed("grade", self.grader.grade, run.question, chunks)
+            grades = run.trace.timed("grade", self.grader.grade, run.question, chunks, history)
         except GenerationFault as fault:
             run.trace.payload["grades"] = {"fault": f"{fault.kind}: {fault.detail}"}
             return chunks
@@ -243,9 +244,11 @@ class AskPipeline:
         kept = {g.chunk_id for g in grades if g.kept}
         return [c for c in chunks if c.id in kept]
 
-    def _generate_and_validate(self, run: _Answer, chunks: list[Chunk], history) -> Iterator[AskEvent]:
+    def _generate_and_validate(self, run: _Answer, chunks: list[Chunk], citable: list[Chunk], history) -> Iterator[AskEvent]:
+        """``chunks`` are shown to the generator, ``citable`` (those grading kept) may be cited."""
         trace = run.trace
-        session = self.validator.session(chunks)
+        session = self.validator.session(citable)
+        citable_ids = None if len(citable) == len(chunks) else [c.id for c in citable]
         validate_s = 0.0
 
         def feed(units: list[Unit]) -> Iterator[AskEvent]:
@@ -262,7 +265,7 @@ class AskPipeline:
         fed = 0
         try:
             if hasattr(self.generator, "stream"):
-                stream = self.generator.stream(run.question, chunks, history)
+                stream = self.generator.stream(run.question, chunks, history, citable_ids)
                 text = ""
                 for delta in stream:
                     text += delta
@@ -271,7 +274,7 @@ class AskPipeline:
                     fed = len(settled)
                 generation = stream.generation
             else:
-                generation = self.generator.generate(run.question, chunks, history)
+                generation = self.generator.generate(run.question, chunks, history, citable_ids)
         except GenerationFault as fault:
             trace.stage_ms["generate"] = round((time.perf_counter() - generate_started - validate_s) * 1000, 1)
             trace.payload["backend_fault"] = {"kind": fault.kind, "detail": fault.detail}
@@ -290,4 +293,4 @@ class AskPipeline:
             detail = validation.refusal_detail.rstrip(".") + "."
             yield run.refuse(validation.refusal, detail, generation.text, validation.decisions_as_dicts())
             return
-        yield run.answer(validation, chunks, generation.text)
+        yield run.answer(validation, citable, generation.text)
