@@ -30,7 +30,6 @@ class FakeLLM:
     A request with ``stream: true`` gets `reply` as Server-Sent Events, one word per event,
     `drip` seconds apart; ``break_stream_after`` words, if set, end the stream with a broken event.
     A request carrying a JSON schema gets `reply` too: the test scripts the JSON (or breaks it).
-    A grading request about a chunk id in `grades` gets that scripted one-word reply ("yes" / "no").
     """
 
     def __init__(self) -> None:
@@ -43,7 +42,6 @@ class FakeLLM:
         self.stream_finished_at: float | None = None
         self.requests: list[dict] = []
         self.owned_by: str | None = None  # set: GET /v1/models names this owner (llama.cpp says "llamacpp")
-        self.grades: dict[str, str] = {}  # chunk id -> the scripted reply to "Does the chunk with id ... help"
         self.app = FastAPI()
 
         @self.app.get("/v1/models")
@@ -64,9 +62,6 @@ class FakeLLM:
                 return JSONResponse({"error": "overloaded"}, status_code=500)
             system = body["messages"][0]["content"]
             content = self.rewrite_reply if system.startswith("Rewrite") and self.rewrite_reply else self.reply
-            graded = re.search(r'Does the chunk with id "([^"]+)" help', body["messages"][-1]["content"])
-            if graded and graded.group(1) in self.grades:
-                content = self.grades[graded.group(1)]
             if body.get("stream"):
                 return StreamingResponse(self._events(content), media_type="text/event-stream")
             return {

@@ -12,7 +12,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from citedocs.api.app import create_app
-from citedocs.contract import AskRequest
 from citedocs.generate.openai_compat import EndpointConfig, OpenAICompatibleGenerator
 from citedocs.service import Services
 
@@ -267,30 +266,7 @@ def test_auto_detects_llamacpp_and_sends_the_retrieved_ids_as_the_only_citations
     assert enum == [r["id"] for r in trace["retrieved"]]
     assert request["cache_prompt"] is True and "response_format" not in request
     assert body["refused"] is False and [c["id"] for c in body["citations"]] == [ENV_CHUNK]
-    assert trace["prompt_version"] == "cited_json_v3+llamacpp" and json.loads(trace["structured_output"])
-
-
-def test_a_chunk_graded_unhelpful_can_never_be_cited_and_grading_shares_the_answer_prompt(astro_services):
-    with running_fake_llm() as (fake, url):
-        fake.owned_by = "llamacpp"
-        fake.reply = json.dumps(
-            {"answerable": True, "not_answerable_because": None, "sentences": [{"text": "You can add a custom mode name to the filename itself (e.g `.env.staging`).", "cite": [ENV_CHUNK]}]}
-        )
-        services = _structured_services(astro_services, url)
-        retrieved = [h.chunk.id for h in services.search(ANSWERABLE, "astro", AskRequest(question=ANSWERABLE).top_k).hits]
-        fake.grades = {cid: "yes" if cid == ENV_CHUNK else "no" for cid in retrieved}
-        client = TestClient(create_app(services))
-        body = client.post("/ask", json={"question": ANSWERABLE}).json()
-        answer = next(r for r in fake.requests if "json_schema" in r)
-        grading = [r for r in fake.requests if "Does the chunk with id" in r["messages"][-1]["content"]]
-    trace = client.get(f"/traces/{body['trace_id']}").json()
-    assert [g["chunk_id"] for g in trace["grades"]] == retrieved and [g["kept"] for g in trace["grades"]].count(True) == 1
-    enum = answer["json_schema"]["properties"]["sentences"]["items"]["properties"]["cite"]["items"]["enum"]
-    assert enum == [ENV_CHUNK]  # the others cannot even be written
-    assert len(grading) == len(retrieved)
-    assert all(g["messages"][:-1] == answer["messages"][:-1] for g in grading)  # one prompt prefix per answer
-    assert all(f'<chunk id="{cid}"' in answer["messages"][0]["content"] for cid in retrieved)
-    assert body["refused"] is False and [c["id"] for c in body["citations"]] == [ENV_CHUNK]
+    assert trace["prompt_version"] == "cited_json_v2+llamacpp" and json.loads(trace["structured_output"])
 
 
 def test_structured_decline_is_a_model_declined_refusal(astro_services):

@@ -84,7 +84,7 @@ def test_the_local_model_answers_with_citations_to_retrieved_chunks(server):
     base, _ = server
     body = httpx.post(f"{base}/ask", json={"question": ANSWERABLE}, timeout=TIMEOUT).json()
     trace = _trace(base, body)
-    assert trace["backend"] == "local" and trace["prompt_version"] == "cited_json_v3+llamacpp"
+    assert trace["backend"] == "local" and trace["prompt_version"] == "cited_json_v2+llamacpp"
     assert body["refused"] is False, body["refusal_reason"]
     assert body["citations"] and {c["id"] for c in body["citations"]} <= _retrieved(trace)
     assert all(g["p_relevant"] is not None for g in trace["grades"])  # real log-probabilities

@@ -178,16 +178,15 @@ class AskPipeline:
             yield refusal
             return
         chunks = [h.chunk for h in hits]
-        citable = chunks
         if self.grader is not None:
-            citable = self._grade(run, chunks, request.history)
-            if not citable:
+            chunks = self._grade(run, chunks)
+            if not chunks:
                 yield run.refuse(
                     RefusalReason.no_relevant_passage,
                     "the model judged none of the retrieved passages to help answer the question.",
                 )
                 return
-        yield from self._generate_and_validate(run, chunks, citable, request.history)
+        yield from self._generate_and_validate(run, chunks, request.history)
 
     def _rewrite(self, run: _Answer, request: AskRequest) -> str:
         query = run.question
@@ -233,10 +232,10 @@ class AskPipeline:
             return run.refuse(RefusalReason.question_terms_not_in_docs, f"the docs don't mention {', '.join(missing)}.")
         return None
 
-    def _grade(self, run: _Answer, chunks: list[Chunk], history) -> list[Chunk]:
+    def _grade(self, run: _Answer, chunks: list[Chunk]) -> list[Chunk]:
         """The chunks the LLM grader keeps (a grader fault keeps them all: generation decides)."""
         try:
-            grades = run.trace.timed("grade", self.grader.grade, run.question, chunks, history)
+            grades = run.trace.timed("grade", self.grader.grade, run.question, chunks)
         except GenerationFault as fault:
             run.trace.payload["grades"] = {"fault": f"{fault.kind}: {fault.detail}"}
             return chunks
@@ -244,11 +243,9 @@ class AskPipeline:
         kept = {g.chunk_id for g in grades if g.kept}
         return [c for c in chunks if c.id in kept]
 
-    def _generate_and_validate(self, run: _Answer, chunks: list[Chunk], citable: list[Chunk], history) -> Iterator[AskEvent]:
-        """``chunks`` are shown to the generator, ``citable`` (those grading kept) may be cited."""
+    def _generate_and_validate(self, run: _Answer, chunks: list[Chunk], history) -> Iterator[AskEvent]:
         trace = run.trace
-        session = self.validator.session(citable)
-        citable_ids = None if len(citable) == len(chunks) else [c.id for c in citable]
+        session = self.validator.session(chunks)
         validate_s = 0.0
 
         def feed(units: list[Unit]) -> Iterator[AskEvent]:
@@ -265,7 +262,7 @@ class AskPipeline:
         fed = 0
         try:
             if hasattr(self.generator, "stream"):
-                stream = self.generator.stream(run.question, chunks, history, citable_ids)
+                stream = self.generator.stream(run.question, chunks, history)
                 text = ""
                 for delta in stream:
                     text += delta
@@ -274,7 +271,7 @@ class AskPipeline:
                     fed = len(settled)
                 generation = stream.generation
             else:
-                generation = self.generator.generate(run.question, chunks, history, citable_ids)
+                generation = self.generator.generate(run.question, chunks, history)
         except GenerationFault as fault:
             trace.stage_ms["generate"] = round((time.perf_counter() - generate_started - validate_s) * 1000, 1)
             trace.payload["backend_fault"] = {"kind": fault.kind, "detail": fault.detail}
@@ -293,4 +290,4 @@ class AskPipeline:
             detail = validation.refusal_detail.rstrip(".") + "."
             yield run.refuse(validation.refusal, detail, generation.text, validation.decisions_as_dicts())
             return
-        yield run.answer(validation, citable, generation.text)
+        yield run.answer(validation, chunks, generation.text)

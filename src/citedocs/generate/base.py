@@ -54,12 +54,7 @@ class Generator(Protocol):
     name: str
     model: str
 
-    def generate(
-        self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn], citable: Sequence[str] | None = None
-    ) -> Generation:
-        """An answer from ``chunks`` that cites only ``citable`` (default: any of them); the others were
-        graded unhelpful and are context only (kept in an LLM's prompt so it matches grading's prefix)."""
-        ...
+    def generate(self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn]) -> Generation: ...
 
     def probe(self) -> str | None:
         """Why this backend cannot answer right now (for /readyz), or None when it can."""
@@ -73,6 +68,4 @@ class Generator(Protocol):
 class StreamingGenerator(Generator, Protocol):
     """A backend that can hand over its output while it is still being written."""
 
-    def stream(
-        self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn], citable: Sequence[str] | None = None
-    ) -> GenerationStream: ...
+    def stream(self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn]) -> GenerationStream: ...

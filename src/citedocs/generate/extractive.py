@@ -92,12 +92,7 @@ class ExtractiveGenerator:
                 out.append(_Candidate(rank, position, chunk, text, unit.is_code))
         return out
 
-    def generate(
-        self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn], citable: Sequence[str] | None = None
-    ) -> Generation:
-        if citable is not None:
-            allowed = set(citable)
-            chunks = [c for c in chunks if c.id in allowed]
+    def generate(self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn]) -> Generation:
         candidates = self._candidates(chunks)
         if not candidates:
             return self._decline("the retrieved docs hold no quotable sentence")

@@ -1,15 +1,9 @@
-"""LLM grading before generation (corrective retrieval): does this chunk help answer the question?
+"""LLM grading before generation (corrective retrieval): does this passage help answer the question?
 
-Each retrieved chunk gets P(yes) from the model's first token (``yesno.PassageJudge``). The grading
-request is the answer prompt itself up to the question (``context_messages``: instructions, every
-retrieved chunk, the conversation) followed by "Does the chunk with id X help answer this question?",
-so the grading requests and the answer share one prompt prefix: a server that caches prefixes
-(llama.cpp) evaluates the chunks once per answer, and each grade costs only its own ~30 tokens.
-(Grading each chunk in a prompt of its own re-read every chunk before the answer prompt read them
-all again.) Chunks below the global, calibrated ``min_grade`` (``thresholds.toml``) cannot be cited:
-they stay in the answer prompt as context, so the prefix still matches, but the answer's schema
-offers only the kept ids. When none is kept the question is refused with ``no_relevant_passage``.
-Every grade is recorded in the trace.
+Each retrieved chunk gets P(yes) from the model's first token (``yesno.PassageJudge``). Chunks below
+the global, calibrated ``min_grade`` (``thresholds.toml``) are dropped before the answer prompt is
+built, so the model reads fewer, more relevant chunks; when none is left the question is refused
+with ``no_relevant_passage``. Every grade is recorded in the trace.
 """
 
 from __future__ import annotations
@@ -17,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from ..contract import HistoryTurn
 from ..types import Chunk
-from .yesno import PassageJudge
+from .yesno import GRADE_CHARS, PassageJudge
 
-TASK = 'Question: {question}\n\nDoes the chunk with id "{chunk_id}" help answer this question? Answer yes or no.'
+LEAD = "Question: {question}"  # before the passage: the prefix every grading request of one answer shares
+QUESTION = "Does this passage help answer the question? Answer yes or no."
 
 
 @dataclass(frozen=True)
@@ -41,12 +35,10 @@ class LlmGrader:
         self.judge = judge
         self.min_grade = min_grade
 
-    def grade(self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn] = ()) -> list[Grade]:
-        context = self.judge.client.context_messages(chunks, history)
+    def grade(self, question: str, chunks: Sequence[Chunk]) -> list[Grade]:
         grades = []
         for chunk in chunks:
-            task = {"role": "user", "content": TASK.format(question=question, chunk_id=chunk.id)}
-            answer = self.judge.ask_messages([*context, task], ("yes", "no"))
+            answer = self.judge.ask(chunk, QUESTION, ("yes", "no"), GRADE_CHARS, lead=LEAD.format(question=question))
             if answer is None:
                 grades.append(Grade(chunk.id, None, True))
                 continue

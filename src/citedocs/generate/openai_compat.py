@@ -22,7 +22,7 @@ from .. import config
 from ..contract import HistoryTurn
 from ..types import Chunk
 from .base import Generation, GenerationFault, GenerationStream
-from .prompt import NO_ANSWER, PROMPT_VERSION, STRUCTURED_PROMPT_VERSION, answer_messages, context_messages, rewrite_messages
+from .prompt import NO_ANSWER, PROMPT_VERSION, STRUCTURED_PROMPT_VERSION, answer_messages, rewrite_messages
 from .structured import StructuredOutputError, StructuredReader, answer_schema, request_fields
 
 # A probe schema whose only valid output is {"ok": "constrained"}: a model that is not constrained
@@ -160,25 +160,13 @@ class OpenAICompatibleGenerator:
                 continue
         return "off"
 
-    def _prompt_version(self) -> str:
-        return PROMPT_VERSION if self.flavour() == "off" else STRUCTURED_PROMPT_VERSION
-
-    def context_messages(self, chunks: Sequence[Chunk], history: Sequence[HistoryTurn]) -> list[dict]:
-        """The messages this endpoint's answer request over ``chunks`` begins with (``prompt.context_messages``):
-        a request that starts with them and ends differently (a grading question) shares the answer's
-        prompt prefix."""
-        return context_messages(chunks, history, version=self._prompt_version())
-
-    def _answer_request(
-        self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn], citable: Sequence[str] | None
-    ) -> tuple[dict, str]:
-        version = self._prompt_version()
-        messages = answer_messages(question, chunks, history, citable, version=version)
+    def _answer_request(self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn]) -> tuple[dict, str]:
         flavour = self.flavour()
         if flavour == "off":
-            return self._payload(messages, self.config.max_tokens), version
-        extra = request_fields(flavour, answer_schema(citable if citable is not None else [c.id for c in chunks]))
-        return self._payload(messages, self.config.max_tokens, extra), f"{version}+{flavour}"
+            return self._payload(answer_messages(question, chunks, history), self.config.max_tokens), PROMPT_VERSION
+        messages = answer_messages(question, chunks, history, version=STRUCTURED_PROMPT_VERSION)
+        extra = request_fields(flavour, answer_schema([c.id for c in chunks]))
+        return self._payload(messages, self.config.max_tokens, extra), f"{STRUCTURED_PROMPT_VERSION}+{flavour}"
 
     def _generation(self, text: str, raw: str | None, version: str, usage: dict) -> Generation:
         return Generation(
@@ -186,26 +174,21 @@ class OpenAICompatibleGenerator:
         )
 
     # answers ------------------------------------------------------------------------------------
-    def generate(
-        self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn], citable: Sequence[str] | None = None
-    ) -> Generation:
-        stream = self.stream(question, chunks, history, citable)
+    def generate(self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn]) -> Generation:
+        stream = self.stream(question, chunks, history)
         for _ in stream:
             pass
         return stream.generation
 
-    def stream(
-        self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn], citable: Sequence[str] | None = None
-    ) -> GenerationStream:
-        """The answer as the endpoint writes it (``stream: true``, Server-Sent Events). ``citable``
-        (default: every chunk) are the ids the answer may cite; the other chunks are context only.
+    def stream(self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn]) -> GenerationStream:
+        """The answer as the endpoint writes it (``stream: true``, Server-Sent Events).
 
         In structured mode each delta handed on is one whole sentence in the marker protocol,
         released when its JSON object closes; JSON that does not parse at the end is a
         ``GenerationFault`` (a refusal), whatever came before it.
         """
         usage: dict = {}
-        payload, version = self._answer_request(question, chunks, history, citable)
+        payload, version = self._answer_request(question, chunks, history)
         payload.update(stream=True, stream_options={"include_usage": True})
         structured = version != PROMPT_VERSION
         reader = StructuredReader()

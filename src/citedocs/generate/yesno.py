@@ -1,15 +1,18 @@
-"""One-word questions answered with probabilities from the model's first token.
+"""One-word questions about one passage, answered with probabilities from the model's first token.
 
 No cross-encoder or NLI model ships on PyPI, so the instruct model is the only thing here that reads
-a question (or a claim) and a passage *together*. Grading (``grader.py``), claim verification
-(``validate/entailment.py``) and the eval's judge ask it a one-word question and read the
+a question (or a claim) and a passage *together*. Grading (``grader.py``) and claim verification
+(``validate/entailment.py``) both ask it a one-word question about a passage and read the
 probabilities of the allowed words from the first token's ``top_logprobs``.
 
-Verification and the judge ask about one passage (``passage_prompt``): the passage first and the
-question last, so llama.cpp (``cache_prompt``, its RAM prompt cache) reuses the passage's part of
-the prompt, and checking a second claim against the same chunk costs only the claim's tokens.
-Grading asks inside the answer's own prompt instead (``grader.py``). An endpoint that returns no
-log-probabilities still works: its one-word answer counts as probability 1 for that word.
+The prompt puts the passage first and the question last, so the passage's part of the prompt is
+the same for every question about it: llama.cpp (``cache_prompt``, its RAM prompt cache) then
+reuses that prefix, and verifying a second claim against the same chunk costs only the claim's
+tokens. Grading asks one question about several passages, so it states the question in a ``lead``
+*before* the passage (and the yes/no instruction after it): every grading request of an answer then
+shares the system prompt and the question as a prefix, and only the passage is evaluated anew. Grading reads only a chunk's opening (``GRADE_CHARS``); verification reads all of it. An
+endpoint that returns no log-probabilities still works: its one-word answer counts as probability
+1 for that word.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from .base import GenerationFault
 from .openai_compat import OpenAICompatibleGenerator
 
 SYSTEM = "You read one documentation passage and answer a question about it with exactly one word."
+GRADE_CHARS = 700  # ~175 tokens: a chunk's opening carries its topic, and on 2 CPU cores every prompt token costs
 
 
 @dataclass(frozen=True)
@@ -33,12 +37,15 @@ class WordProbabilities:
     evaluated_tokens: int | None = None  # of those, evaluated rather than reused from the prompt cache (llama.cpp)
 
 
-def passage_prompt(chunk: Chunk, question: str) -> list[dict]:
-    """System prompt, the passage, and ``question`` last."""
+def passage_prompt(chunk: Chunk, question: str, max_chars: int | None = None, lead: str = "") -> list[dict]:
+    """System prompt, then ``lead`` (text shared by requests about different passages), the passage,
+    and ``question`` last."""
+    passage = chunk.text if max_chars is None or len(chunk.text) <= max_chars else chunk.text[:max_chars] + " …"
     section = " › ".join((chunk.title, *chunk.heading_path))
+    opening = f"{lead}\n\n" if lead else ""
     return [
         {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": f"Passage ({section}):\n{chunk.text}\n\n{question}"},
+        {"role": "user", "content": f"{opening}Passage ({section}):\n{passage}\n\n{question}"},
     ]
 
 
@@ -48,14 +55,12 @@ class PassageJudge:
     def __init__(self, client: OpenAICompatibleGenerator) -> None:
         self.client = client
 
-    def ask(self, chunk: Chunk, question: str, words: tuple[str, ...]) -> WordProbabilities | None:
-        """``question`` about one passage (``passage_prompt``)."""
-        return self.ask_messages(passage_prompt(chunk, question), words)
-
-    def ask_messages(self, messages: list[dict], words: tuple[str, ...]) -> WordProbabilities | None:
-        """The allowed words' probabilities as the reply to ``messages``, or None when the model gave
-        neither a probability for one of them nor one of them as its answer (callers then fall back
-        to their no-LLM rule)."""
+    def ask(
+        self, chunk: Chunk, question: str, words: tuple[str, ...], max_chars: int | None = None, lead: str = ""
+    ) -> WordProbabilities | None:
+        """The allowed words' probabilities, or None when the model gave neither a probability for
+        one of them nor one of them as its answer (callers then fall back to their no-LLM rule)."""
+        messages = passage_prompt(chunk, question, max_chars, lead)
         body = self.client.chat_body(messages, 1, {"logprobs": True, "top_logprobs": 20})
         mass = dict.fromkeys(words, 0.0)
         try:
