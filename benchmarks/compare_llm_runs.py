@@ -61,9 +61,10 @@ def _paired(before: dict[str, dict], after: dict[str, dict]) -> dict[str, dict]:
     asked = [k for k in before if k in after and "grade" in before[k]["latency_ms"] and "grade" in after[k]["latency_ms"]]
     out = {}
     for stage, cases in (("first_sentence", answered), ("total", asked)):
-        x = [before[k]["latency_ms"][stage] / 1000 for k in cases if stage in before[k]["latency_ms"]]
-        y = [after[k]["latency_ms"][stage] / 1000 for k in cases if stage in after[k]["latency_ms"]]
-        if x and len(x) == len(y):
+        timed = [k for k in cases if stage in before[k]["latency_ms"] and stage in after[k]["latency_ms"]]
+        x = [before[k]["latency_ms"][stage] / 1000 for k in timed]
+        y = [after[k]["latency_ms"][stage] / 1000 for k in timed]
+        if timed:
             out[stage] = {
                 "cases": len(x),
                 "before_p50_s": round(statistics.median(x), 1),

@@ -86,9 +86,8 @@ def _extensions(extensions: object) -> dict[str, object]:
     return {str(name): options for entry in entries for name, options in (entry.items() if isinstance(entry, dict) else [(entry, None)])}
 
 
-def _toc_settings(extensions: object) -> dict:
-    """The options of the ``toc`` entry in ``markdown_extensions``."""
-    named = _extensions(extensions)
+def _toc_settings(named: dict[str, object]) -> dict:
+    """The options of the ``toc`` entry in ``markdown_extensions`` (as ``_extensions`` reads them)."""
     options = named.get("toc", named.get("markdown.extensions.toc"))
     return options if isinstance(options, dict) else {}
 
@@ -102,7 +101,8 @@ def _mkdocs_site(data: dict, zensical: bool = False) -> tuple[SiteOptions, list[
 
     Definition lists follow ``markdown_extensions``; a Zensical config that names no extensions gets
     Zensical's default set, which enables ``def_list``."""
-    toc = _toc_settings(data.get("markdown_extensions"))
+    extensions = _extensions(data.get("markdown_extensions"))
+    toc = _toc_settings(extensions)
     slugify, notes = toc.get("slugify"), []
     if isinstance(slugify, dict) and "object" in slugify:  # zensical.toml: {object = "...", kwds = {...}}
         slugify = _PythonRef(str(slugify["object"]), dict(slugify.get("kwds") or {}))
@@ -118,8 +118,7 @@ def _mkdocs_site(data: dict, zensical: bool = False) -> tuple[SiteOptions, list[
     directory_urls = data.get("use_directory_urls") is not False
     if not directory_urls:
         notes.append("use_directory_urls: false (page.html URLs)")
-    extensions = data.get("markdown_extensions")
-    definition_lists = bool(_extensions(extensions).keys() & _DEF_LIST) or (zensical and not extensions)
+    definition_lists = bool(extensions.keys() & _DEF_LIST) or (zensical and not extensions)
     if not definition_lists:
         notes.append("def_list not enabled (':   ' lines are text)")
     site = SiteOptions(directory_urls, name, tuple(sorted(options.items())), separator, definition_lists=definition_lists)
