@@ -290,3 +290,27 @@ def test_broken_structured_json_mid_stream_ends_in_a_refusal_after_only_validate
     assert [s["ids"] for s in sentences] == [[ENV_CHUNK]]  # the closed sentence, validated, was shown
     assert kind == "final" and final["refused"] is True and final["citations"] == []
     assert final["refusal_reason"].startswith("backend_error: the answer backend failed (garbage: the structured answer is not valid JSON")
+
+
+def _quoting_services(astro_services, url: str, timeout_s: float = 2.0) -> Services:
+    """The quote answer style over an endpoint, as `make_generator` builds it for the local model."""
+    from citedocs.generate.extractive import ExtractiveGenerator
+    from citedocs.generate.quote import QuotingGenerator
+
+    services = Services(store=astro_services.store)
+    llm = OpenAICompatibleGenerator(EndpointConfig(url, "fake", None, timeout_s))
+    quotes = ExtractiveGenerator(services.encoder, services.thresholds.extractive_min_sentence_score)
+    services.__dict__["generator"] = QuotingGenerator(llm, quotes)
+    return services
+
+
+@pytest.mark.parametrize("mode, kind", [("slow", "timeout"), ("http500", "http_error")])
+def test_a_grading_fault_in_the_quote_style_is_a_refusal_not_ungraded_quotes(astro_services, mode, kind):
+    with running_fake_llm() as (fake, url):
+        fake.mode, fake.delay = mode, 4.0
+        client = TestClient(create_app(_quoting_services(astro_services, url, timeout_s=1.0)))
+        body = client.post("/ask", json={"question": ANSWERABLE}).json()
+    trace = client.get(f"/traces/{body['trace_id']}").json()
+    assert body["refused"] is True and body["citations"] == []
+    assert body["refusal_reason"].startswith("backend_error") and kind in body["refusal_reason"]
+    assert "fault" in trace["grades"] and trace["backend_fault"]["kind"] == kind

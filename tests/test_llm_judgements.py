@@ -1,10 +1,13 @@
 """Grading and claim verification with the real local model, on hand-built pairs: a supported, a
-contradicted and an unrelated claim; a passage that answers the question and one that does not.
+contradicted and an unrelated claim; a passage that answers the question and one that does not;
+and, in the write answer style, citations the schema confines to the chunks given.
 
 Skips without the model (`make install-llm`); CI sets CITEDOCS_TEST_REQUIRE_LLM=1 to fail instead.
 """
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -60,7 +63,7 @@ def judge(tmp_path_factory):
     server = ManagedServer(ServerConfig(model=model_path(), threads=1, log_file=tmp_path_factory.mktemp("llm") / "server.log"))
     server.start()
     try:
-        yield PassageJudge(LocalGenerator(server, timeout_s=600))
+        yield PassageJudge(LocalGenerator(server, timeout_s=600))  # .client: the same model, writing
     finally:
         server.stop()
 
@@ -98,3 +101,11 @@ def test_a_contradicted_claim_is_not_supported(checker):
 def test_an_unrelated_claim_is_not_supported(checker):
     verdict = checker.check("Astro can set up a MongoDB replica set for your backend.", [ENV_FILES])
     assert not verdict.supported and verdict.method == "llm"
+
+
+def test_in_the_write_style_the_model_cites_only_the_ids_it_was_given(judge):
+    """llm_answer = write: the schema's enum of the request's chunk ids constrains the real model."""
+    generation = judge.client.generate("How do I load .env.staging when I run the dev server?", [ENV_FILES, PORT], [])
+    assert generation.prompt_version == "cited_json_v2+llamacpp"
+    cited = set(re.findall(r"\[([^\[\]]+#[^\[\]]*/\d+)\]", generation.text))
+    assert cited and cited <= {ENV_FILES.id, PORT.id}, generation.raw

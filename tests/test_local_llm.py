@@ -80,16 +80,19 @@ def _events(response) -> list[tuple[str, dict]]:
     return events
 
 
-def test_the_local_model_answers_with_citations_to_retrieved_chunks(server):
+def test_the_local_model_answers_with_quotes_of_the_chunks_it_graded_relevant(server):
+    """The local model's default answer style: it grades, the answer quotes (llm_answer = auto)."""
     base, _ = server
     body = httpx.post(f"{base}/ask", json={"question": ANSWERABLE}, timeout=TIMEOUT).json()
     trace = _trace(base, body)
-    assert trace["backend"] == "local" and trace["prompt_version"] == "cited_json_v2+llamacpp"
+    assert trace["backend"] == "local" and trace["prompt_version"] == "extractive_v1+llm_graded"
     assert body["refused"] is False, body["refusal_reason"]
-    assert body["citations"] and {c["id"] for c in body["citations"]} <= _retrieved(trace)
     assert all(g["p_relevant"] is not None for g in trace["grades"])  # real log-probabilities
-    kept = [d for d in trace["validator_decisions"] if d["action"] != "dropped"]
-    assert kept and all(d["entailment"] for d in kept if not d["sentence"].startswith("```"))
+    graded_relevant = {g["chunk_id"] for g in trace["grades"] if g["kept"]}
+    assert body["citations"] and {c["id"] for c in body["citations"]} <= graded_relevant <= _retrieved(trace)
+    texts = {c["id"]: " ".join(c["text"].split()) for c in body["citations"]}
+    shown = [d for d in trace["validator_decisions"] if d["action"] != "dropped" and not d["sentence"].startswith("```")]
+    assert shown and all(" ".join(d["sentence"].split()) in texts[d["final_ids"][0]] for d in shown)  # the docs' words
 
 
 def test_the_local_model_setup_refuses_a_question_the_docs_do_not_answer(server):

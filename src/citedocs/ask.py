@@ -112,6 +112,10 @@ class _Answer:
         )
         return self.finish(response, raw, decisions)
 
+    def backend_failed(self, fault: GenerationFault) -> AskEvent:
+        self.trace.payload["backend_fault"] = {"kind": fault.kind, "detail": fault.detail}
+        return self.refuse(RefusalReason.backend_error, f"the answer backend failed ({fault.kind}: {fault.detail}).")
+
     def answer(self, validation: ValidationResult, chunks: list[Chunk], raw: str) -> AskEvent:
         by_id = {c.id: c for c in chunks}
         cited: list[str] = []
@@ -179,7 +183,11 @@ class AskPipeline:
             return
         chunks = [h.chunk for h in hits]
         if self.grader is not None:
-            chunks = self._grade(run, chunks)
+            try:
+                chunks = self._grade(run, chunks)
+            except GenerationFault as fault:
+                yield run.backend_failed(fault)
+                return
             if not chunks:
                 yield run.refuse(
                     RefusalReason.no_relevant_passage,
@@ -233,15 +241,18 @@ class AskPipeline:
         return None
 
     def _grade(self, run: _Answer, chunks: list[Chunk]) -> list[Chunk]:
-        """The chunks the LLM grader keeps (a grader fault keeps them all: generation decides)."""
+        """The chunks the LLM grader keeps. A grader fault keeps them all and lets generation decide,
+        unless the answer is built from the grades' ranking (the quote style): then it ends the answer
+        (re-raised), as it would in generation, rather than quote ungraded chunks."""
         try:
             grades = run.trace.timed("grade", self.grader.grade, run.question, chunks)
         except GenerationFault as fault:
             run.trace.payload["grades"] = {"fault": f"{fault.kind}: {fault.detail}"}
+            if self.grader.rank:
+                raise
             return chunks
         run.trace.payload["grades"] = [g.as_dict() for g in grades]
-        kept = {g.chunk_id for g in grades if g.kept}
-        return [c for c in chunks if c.id in kept]
+        return self.grader.kept(chunks, grades)
 
     def _generate_and_validate(self, run: _Answer, chunks: list[Chunk], history) -> Iterator[AskEvent]:
         trace = run.trace
@@ -274,8 +285,7 @@ class AskPipeline:
                 generation = self.generator.generate(run.question, chunks, history)
         except GenerationFault as fault:
             trace.stage_ms["generate"] = round((time.perf_counter() - generate_started - validate_s) * 1000, 1)
-            trace.payload["backend_fault"] = {"kind": fault.kind, "detail": fault.detail}
-            yield run.refuse(RefusalReason.backend_error, f"the answer backend failed ({fault.kind}: {fault.detail}).")
+            yield run.backend_failed(fault)
             return
         trace.stage_ms["generate"] = round((time.perf_counter() - generate_started - validate_s) * 1000, 1)
         trace.payload.update(prompt_version=generation.prompt_version, usage=generation.usage)

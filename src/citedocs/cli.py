@@ -703,7 +703,7 @@ def _llm_judge(services):
     from .generate.select import make_generator
     from .generate.yesno import PassageJudge
 
-    client = services.generator
+    client = getattr(services.generator, "llm", services.generator)  # the quote style's grading LLM
     if not isinstance(client, OpenAICompatibleGenerator):
         endpoint = EndpointConfig.from_env()
         client = OpenAICompatibleGenerator(endpoint) if endpoint else make_generator("local", services.encoder, services.thresholds)

@@ -120,6 +120,13 @@ SETTINGS: dict[str, Setting] = {
     "llm_verify": Setting(
         "CITEDOCS_LLM_VERIFY", "on", _choice("on", "off"), "with an LLM backend: check each claim's entailment with the LLM"
     ),
+    "llm_answer": Setting(
+        "CITEDOCS_LLM_ANSWER",
+        "auto",
+        _choice("auto", "quote", "write"),
+        "with an LLM backend: quote (the LLM grades and ranks the chunks, the answer quotes their best sentences) | "
+        "write (the LLM writes cited sentences) | auto (quote for local, write for openai)",
+    ),
     "threads": Setting("CITEDOCS_THREADS", None, _at_least_one, "CPU threads for the models"),
     "encoder_runtime": Setting(
         "CITEDOCS_ENCODER_RUNTIME",

@@ -118,21 +118,25 @@ class Services:
 
     @cached_property
     def pipeline(self) -> AskPipeline:
-        """With an LLM backend, the LLM also grades chunks before generation and verifies each claim
-        (settings llm_grade, llm_verify); the lexical support check is the fallback and the no-LLM rule."""
+        """With an LLM backend, the LLM also grades chunks before generation and, when it writes the
+        answer, verifies each claim (settings llm_grade, llm_verify, llm_answer); the lexical support
+        check is the fallback, the no-LLM rule, and the whole check of a quoted answer."""
         from .generate.grader import LlmGrader
         from .generate.openai_compat import OpenAICompatibleGenerator
+        from .generate.quote import QuotingGenerator
         from .generate.yesno import PassageJudge
         from .validate.entailment import LlmEntailmentChecker
 
         checker = SupportChecker(self.encoder, self.thresholds)
         grader = None
-        if isinstance(self.generator, OpenAICompatibleGenerator):
-            judge = PassageJudge(self.generator)
-            if config.setting("llm_verify") == "on":
+        quoting = isinstance(self.generator, QuotingGenerator)
+        llm = self.generator.llm if quoting else self.generator
+        if isinstance(llm, OpenAICompatibleGenerator):
+            judge = PassageJudge(llm)
+            if config.setting("llm_verify") == "on" and not quoting:  # a quote is its chunk's own words
                 checker = LlmEntailmentChecker(judge, checker, self.thresholds.min_entailment)
             if config.setting("llm_grade") == "on":
-                grader = LlmGrader(judge, self.thresholds.min_grade)
+                grader = LlmGrader(judge, self.thresholds.min_grade, rank=quoting)
         return AskPipeline(
             self.store,
             self.retriever,

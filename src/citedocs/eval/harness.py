@@ -44,6 +44,8 @@ def _prompt_version(generator) -> str:
 
     if generator.name == "extractive":
         return EXTRACTIVE
+    if hasattr(generator, "prompt_version"):  # an LLM backend in the quote style
+        return generator.prompt_version
     flavour = generator.flavour() if hasattr(generator, "flavour") else "off"
     return PROMPT_VERSION if flavour == "off" else f"{STRUCTURED_PROMPT_VERSION}+{flavour}"
 

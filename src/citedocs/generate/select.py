@@ -8,6 +8,7 @@ from ..validate.thresholds import Thresholds
 from .base import Generator
 from .extractive import ExtractiveGenerator
 from .openai_compat import EndpointConfig, OpenAICompatibleGenerator
+from .quote import QuotingGenerator, resolve_answer_style
 
 BACKENDS = ("extractive", "openai", "local")
 
@@ -32,10 +33,18 @@ def resolve_backend(kind: str | None) -> str:
 
 
 def make_generator(kind: str | None, encoder: BiEncoder, thresholds: Thresholds) -> Generator:
-    """The generator of ``resolve_backend(kind)``."""
+    """The generator of ``resolve_backend(kind)``; an LLM backend in the ``quote`` answer style
+    (setting ``llm_answer``) answers with quotes of the chunks its LLM graded best."""
     kind = resolve_backend(kind)
+    extractive = ExtractiveGenerator(encoder, thresholds.extractive_min_sentence_score)
     if kind == "extractive":
-        return ExtractiveGenerator(encoder, thresholds.extractive_min_sentence_score)
+        return extractive
+    style = resolve_answer_style(config.setting("llm_answer"), kind)  # a bad setting fails before the model loads
+    llm = _llm_client(kind)
+    return QuotingGenerator(llm, extractive) if style == "quote" else llm
+
+
+def _llm_client(kind: str) -> OpenAICompatibleGenerator:
     if kind == "openai":
         return OpenAICompatibleGenerator(EndpointConfig.from_env())
     if kind == "local":
