@@ -131,6 +131,24 @@ def test_a_stream_shows_only_validated_sentences_then_the_final_answer(server):
         assert " ".join(s["rendered"] for s in sentences).split() == final["answer"].split()
 
 
+def test_the_extractive_backends_eval_is_judged_by_the_local_model(server, tmp_path):
+    """`citedocs eval --backend extractive --judge llm` starts the local model as the judge only."""
+    import subprocess
+    import sys
+
+    _, home = server
+    cases = tmp_path / "cases.jsonl"
+    case = {"id": "heroku", "question": ANSWERABLE, "bucket": "answerable", "should_refuse": False}
+    cases.write_text(json.dumps(case) + "\n", encoding="utf-8")
+    env = {**os.environ, "CITEDOCS_HOME": str(home), "CITEDOCS_DATABASE_URL": "", "CITEDOCS_LLM_TIMEOUT": "600"}
+    command = [sys.executable, "-m", "citedocs.cli", "eval", str(cases), "--corpus", CORPUS, "--backend", "extractive"]
+    done = subprocess.run([*command, "--judge", "llm", "--out", str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["config"]["backend"] == "extractive" and summary["config"]["judge"].startswith("llm-reviewer")
+    assert "cite_correctness_llm" in summary["overall"]  # claims were judged
+
+
 def _model_server_pid(home: Path) -> int:
     """The llama.cpp child of the citedocs server running over ``home``."""
     for entry in Path("/proc").iterdir():

@@ -700,13 +700,13 @@ def _llm_judge(services):
     """The LLM judge over the backend's own endpoint, else the configured one, else the local model."""
     from .eval.llm_judge import LlmJudge
     from .generate.openai_compat import EndpointConfig, OpenAICompatibleGenerator
-    from .generate.select import make_generator
+    from .generate.select import llm_client
     from .generate.yesno import PassageJudge
 
     client = getattr(services.generator, "llm", services.generator)  # the quote style's grading LLM
     if not isinstance(client, OpenAICompatibleGenerator):
         endpoint = EndpointConfig.from_env()
-        client = OpenAICompatibleGenerator(endpoint) if endpoint else make_generator("local", services.encoder, services.thresholds)
+        client = OpenAICompatibleGenerator(endpoint) if endpoint else llm_client("local")
     return LlmJudge(PassageJudge(client))
 
 

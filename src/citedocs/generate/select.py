@@ -40,11 +40,12 @@ def make_generator(kind: str | None, encoder: BiEncoder, thresholds: Thresholds)
     if kind == "extractive":
         return extractive
     style = resolve_answer_style(config.setting("llm_answer"), kind)  # a bad setting fails before the model loads
-    llm = _llm_client(kind)
+    llm = llm_client(kind)
     return QuotingGenerator(llm, extractive) if style == "quote" else llm
 
 
-def _llm_client(kind: str) -> OpenAICompatibleGenerator:
+def llm_client(kind: str) -> OpenAICompatibleGenerator:
+    """The OpenAI-compatible client of an LLM backend (``local`` starts its model server)."""
     if kind == "openai":
         return OpenAICompatibleGenerator(EndpointConfig.from_env())
     if kind == "local":
