@@ -6,7 +6,8 @@ English bi-encoder that ships its weights in a package is all-mpnet-base-v2 (``.
 five split-zip parts, 438 MB), so this measures it where it would go: in place of MiniLM's sentence
 vectors in the dense stage, the rest of the pipeline as shipped (BM25 from the store, RRF k = 60,
 MiniLM's MaxSim rerank as the third vote). Chunks are embedded from the same ``embedding_text()``
-the index embeds, once per corpus, and cached as ``.npy`` under ``--cache``.
+the index embeds, once per corpus version, and cached as ``.npz`` under ``--cache`` (default:
+``CITEDOCS_HOME/embedder-swap``).
 
     CITEDOCS_HOME=DIR python benchmarks/embedder_swap.py --model PATH/all-mpnet-base-v2 \\
         ../shared/evals/flask-dev.jsonl:flask ../shared/evals/mkdocs-material-dev.jsonl:mkdocs-material ...
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from citedocs import config
 from citedocs.eval.cases import load_cases
 from citedocs.eval.retrieval import KS, run_retrieval_eval, score_case, summarize
 from citedocs.retrieve.hybrid import HybridRetriever, RetrievalConfig
@@ -87,7 +89,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sets", nargs="+", help="CASES.jsonl:CORPUS")
     parser.add_argument("--model", required=True, type=Path, help="a sentence-transformers model folder")
-    parser.add_argument("--cache", type=Path, default=Path(".embedder-swap"), help="where chunk vectors are kept")
+    parser.add_argument("--cache", type=Path, default=config.home() / "embedder-swap", help="where chunk vectors are kept")
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
 
