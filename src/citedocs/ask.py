@@ -242,17 +242,18 @@ class AskPipeline:
 
     def _grade(self, run: _Answer, chunks: list[Chunk]) -> list[Chunk]:
         """The chunks the LLM grader keeps. A grader fault keeps them all and lets generation decide,
-        unless the answer is built from the grades' ranking (the quote style): then it ends the answer
-        (re-raised), as it would in generation, rather than quote ungraded chunks."""
+        unless grading is the answer's only LLM step (the quote style): then it ends the answer
+        (re-raised), as a fault in generation would, rather than quote ungraded chunks."""
         try:
             grades = run.trace.timed("grade", self.grader.grade, run.question, chunks)
         except GenerationFault as fault:
             run.trace.payload["grades"] = {"fault": f"{fault.kind}: {fault.detail}"}
-            if self.grader.rank:
+            if self.grader.required:
                 raise
             return chunks
         run.trace.payload["grades"] = [g.as_dict() for g in grades]
-        return self.grader.kept(chunks, grades)
+        kept = {g.chunk_id for g in grades if g.kept}
+        return [c for c in chunks if c.id in kept]
 
     def _generate_and_validate(self, run: _Answer, chunks: list[Chunk], history) -> Iterator[AskEvent]:
         trace = run.trace

@@ -124,7 +124,7 @@ SETTINGS: dict[str, Setting] = {
         "CITEDOCS_LLM_ANSWER",
         "auto",
         _choice("auto", "quote", "write"),
-        "with an LLM backend: quote (the LLM grades and ranks the chunks, the answer quotes their best sentences) | "
+        "with an LLM backend: quote (the LLM grades the chunks, the answer quotes the best sentences of those it keeps) | "
         "write (the LLM writes cited sentences) | auto (quote for local, write for openai)",
     ),
     "threads": Setting("CITEDOCS_THREADS", None, _at_least_one, "CPU threads for the models"),

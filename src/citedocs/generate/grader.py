@@ -3,10 +3,11 @@
 Each retrieved chunk gets P(yes) from the model's first token (``yesno.PassageJudge``). Chunks below
 the global, calibrated ``min_grade`` (``thresholds.toml``) are dropped before the answer prompt is
 built, so the model reads fewer, more relevant chunks; when none is left the question is refused
-with ``no_relevant_passage``. Every grade is recorded in the trace. With ``rank`` the kept chunks
-are also ordered by grade, best first, and the answer is built from that order (the ``quote``
-answer style quotes the first ones), so a grading fault ends the answer; without, they keep the
-retriever's order and a grading fault keeps them all.
+with ``no_relevant_passage``. Every grade is recorded in the trace. Kept chunks stay in the
+retriever's order: ordering them by grade was measured and loses more asked details than it finds
+(README, "Answer style"). ``required``: grading is the only LLM step of the answer (the ``quote``
+answer style), so a grading fault ends the answer; otherwise it keeps every chunk and generation
+decides.
 """
 
 from __future__ import annotations
@@ -34,19 +35,10 @@ class Grade:
 
 
 class LlmGrader:
-    def __init__(self, judge: PassageJudge, min_grade: float, rank: bool = False) -> None:
+    def __init__(self, judge: PassageJudge, min_grade: float, required: bool = False) -> None:
         self.judge = judge
         self.min_grade = min_grade
-        self.rank = rank
-
-    def kept(self, chunks: Sequence[Chunk], grades: Sequence[Grade]) -> list[Chunk]:
-        """The chunks the grades keep; with ``rank``, best grade first (an ungraded chunk, kept
-        because the model gave no usable answer, goes after the graded ones)."""
-        by_id = {g.chunk_id: g for g in grades}
-        kept = [c for c in chunks if by_id[c.id].kept]
-        if self.rank:
-            kept.sort(key=lambda c: -(by_id[c.id].p_relevant if by_id[c.id].p_relevant is not None else -1.0))
-        return kept
+        self.required = required
 
     def grade(self, question: str, chunks: Sequence[Chunk]) -> list[Grade]:
         grades = []

@@ -1,13 +1,13 @@
-"""The LLM picks the passages, the answer quotes them: an LLM backend's ``quote`` answer style.
+"""The LLM judges the passages, the answer quotes them: an LLM backend's ``quote`` answer style.
 
 On 2 CPU cores Qwen2.5-Coder-1.5B writes answers that miss the asked detail more often than the
 extractive backend's quotes, and often restate the question; asked to pick numbered sentences
 instead, it picks the first few (README, "Answer style: the model grades, the answer quotes").
-What it does well is judge one passage against the question (the grader, chunk AUC 0.84). So in
-this style the model grades the retrieved chunks (``grader.py``: drops the irrelevant ones, ranks
-the rest) and rewrites follow-ups, and the answer quotes the best sentences of the best-graded
-chunks (``extractive.py``). Every sentence is then a verbatim quote of the chunk it cites, so
-there is nothing for the LLM verifier to entail: the lexical check still validates each one.
+What it does well is judge one passage against the question (the grader). So in this style the
+model grades the retrieved chunks (``grader.py``: drops the ones that do not help) and rewrites
+follow-ups, and the answer quotes the best sentences of the chunks it kept (``extractive.py``).
+Every sentence is then a verbatim quote of the chunk it cites, so there is nothing for the LLM
+verifier to entail: the lexical check still validates each one.
 """
 
 from __future__ import annotations
