@@ -68,11 +68,11 @@ def corpus_vectors(services: Services, model, corpus: str, cache: Path) -> tuple
         return [str(i) for i in saved["ids"]], saved["vectors"], float(saved["seconds"])
     chunks = [chunk for chunk, _ in services.store.export_chunks(corpus)]
     started = time.perf_counter()
-    vectors = model.encode([c.embedding_text() for c in chunks], batch_size=32, normalize_embeddings=True)
+    vectors = model.encode([c.embedding_text() for c in chunks], batch_size=32, normalize_embeddings=True).astype(np.float32)
     seconds = time.perf_counter() - started
     ids = [c.id for c in chunks]
-    np.savez(path, ids=np.array(ids), vectors=vectors.astype(np.float32), seconds=seconds)
-    return ids, vectors.astype(np.float32), seconds
+    np.savez(path, ids=np.array(ids), vectors=vectors, seconds=seconds)
+    return ids, vectors, seconds
 
 
 def figures(rows) -> dict:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -133,9 +135,6 @@ def test_a_stream_shows_only_validated_sentences_then_the_final_answer(server):
 
 def test_the_extractive_backends_eval_is_judged_by_the_local_model(server, tmp_path):
     """`citedocs eval --backend extractive --judge llm` starts the local model as the judge only."""
-    import subprocess
-    import sys
-
     _, home = server
     cases = tmp_path / "cases.jsonl"
     case = {"id": "heroku", "question": ANSWERABLE, "bucket": "answerable", "should_refuse": False}
