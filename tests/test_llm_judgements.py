@@ -84,6 +84,12 @@ def test_a_passage_that_answers_is_kept_and_an_unrelated_one_dropped(judge):
     assert relevant.p_relevant > unrelated.p_relevant
 
 
+def test_grading_stops_once_it_has_kept_as_many_chunks_as_the_answer_can_use(judge):
+    grader = LlmGrader(judge, load_thresholds().min_grade, enough=1)
+    grades = grader.grade("How do I load .env.staging when I run the dev server?", [ENV_FILES, PORT])
+    assert [(g.chunk_id, g.kept) for g in grades] == [(ENV_FILES.id, True)]  # PORT is never sent to the model
+
+
 def test_a_supported_claim_is_entailed(checker):
     verdict = checker.check("Running astro dev --mode staging loads .env.staging.", [ENV_FILES])
     assert verdict.supported and verdict.method == "llm"

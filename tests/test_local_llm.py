@@ -91,6 +91,8 @@ def test_the_local_model_answers_with_quotes_of_the_chunks_it_graded_relevant(se
     assert body["refused"] is False, body["refusal_reason"]
     assert all(g["p_relevant"] is not None for g in trace["grades"])  # real log-probabilities
     graded_relevant = {g["chunk_id"] for g in trace["grades"] if g["kept"]}
+    if trace.get("ungraded"):  # grading stopped once it had kept the chunks a quote can use
+        assert len(graded_relevant) == 3 and len(trace["grades"]) + len(trace["ungraded"]) == len(trace["retrieved"])
     assert body["citations"] and {c["id"] for c in body["citations"]} <= graded_relevant <= _retrieved(trace)
     texts = {c["id"]: " ".join(c["text"].split()) for c in body["citations"]}
     shown = [d for d in trace["validator_decisions"] if d["action"] != "dropped" and not d["sentence"].startswith("```")]

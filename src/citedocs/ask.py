@@ -252,6 +252,8 @@ class AskPipeline:
                 raise
             return chunks
         run.trace.payload["grades"] = [g.as_dict() for g in grades]
+        if len(grades) < len(chunks):
+            run.trace.payload["ungraded"] = [c.id for c in chunks[len(grades) :]]  # the grader had enough
         kept = {g.chunk_id for g in grades if g.kept}
         return [c for c in chunks if c.id in kept]
 

@@ -136,7 +136,8 @@ class Services:
             if config.setting("llm_verify") == "on" and not quoting:  # a quote is its chunk's own words
                 checker = LlmEntailmentChecker(judge, checker, self.thresholds.min_entailment)
             if config.setting("llm_grade") == "on":
-                grader = LlmGrader(judge, self.thresholds.min_grade, required=quoting)
+                enough = self.generator.quotes.chunks_considered if quoting else None  # what a quote can use
+                grader = LlmGrader(judge, self.thresholds.min_grade, required=quoting, enough=enough)
         return AskPipeline(
             self.store,
             self.retriever,

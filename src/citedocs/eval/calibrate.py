@@ -72,7 +72,9 @@ def calibrate_grade_threshold(rows: list[dict], run_min_grade: float) -> Calibra
 
     A case is refused at threshold t when the run refused it for another reason, or when no graded
     chunk reaches t. Runs drop chunks below their own ``min_grade``, so only thresholds at or above
-    it can be replayed (what the model would have answered from a dropped chunk is unknown).
+    it can be replayed (what the model would have answered from a dropped chunk is unknown). A quote
+    style run stops grading once it has kept enough chunks, so a higher threshold replayed on its rows
+    may refuse a case that an ungraded chunk would have kept: calibrate on write-style runs.
     """
     observations = []
     for row in rows:

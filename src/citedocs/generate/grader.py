@@ -7,7 +7,10 @@ with ``no_relevant_passage``. Every grade is recorded in the trace. Kept chunks 
 retriever's order: ordering them by grade was measured and loses more asked details than it finds
 (README, "Answer style"). ``required``: grading is the only LLM step of the answer (the ``quote``
 answer style), so a grading fault ends the answer; otherwise it keeps every chunk and generation
-decides.
+decides. ``enough``: grading stops once that many chunks are kept, for an answer that reads no more
+(the quote style quotes the first ``ExtractiveGenerator.chunks_considered`` kept chunks, so grading the
+rest would change nothing it says; on the dev sets' recorded grades this sends 37-44% fewer prompt
+tokens, README "Answer style").
 """
 
 from __future__ import annotations
@@ -35,14 +38,19 @@ class Grade:
 
 
 class LlmGrader:
-    def __init__(self, judge: PassageJudge, min_grade: float, required: bool = False) -> None:
+    def __init__(self, judge: PassageJudge, min_grade: float, required: bool = False, enough: int | None = None) -> None:
         self.judge = judge
         self.min_grade = min_grade
         self.required = required
+        self.enough = enough
 
     def grade(self, question: str, chunks: Sequence[Chunk]) -> list[Grade]:
-        grades = []
+        """Grades in the chunks' order; with ``enough``, the chunks after the one that made it are
+        left ungraded (and so not kept)."""
+        grades: list[Grade] = []
         for chunk in chunks:
+            if self.enough is not None and sum(g.kept for g in grades) >= self.enough:
+                break
             answer = self.judge.ask(chunk, QUESTION, ("yes", "no"), GRADE_CHARS, lead=LEAD.format(question=question))
             if answer is None:
                 grades.append(Grade(chunk.id, None, True))
