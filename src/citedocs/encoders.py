@@ -82,13 +82,15 @@ def _pair(hidden: np.ndarray, length: int, max_tokens: int) -> tuple[np.ndarray,
 
 
 class TorchBiEncoder(BiEncoder):
-    """The reference runtime: sentence-transformers on torch, exactly as the model card runs it."""
+    """The reference runtime: sentence-transformers on torch, exactly as the model card runs it
+    (MiniLM from its package by default; another sentence-transformers folder when given one)."""
 
-    def __init__(self) -> None:
+    def __init__(self, model_dir: Path | None = None, name: str = BI_ENCODER_NAME) -> None:
         from sentence_transformers import SentenceTransformer
 
         threads.apply()  # torch and BLAS thread counts, decided in threads.py
-        self._model = SentenceTransformer(str(package_model_dir(BI_ENCODER_PACKAGE)), device="cpu")
+        self.name = name
+        self._model = SentenceTransformer(str(model_dir or package_model_dir(BI_ENCODER_PACKAGE)), device="cpu")
         self._lock = threading.Lock()
 
     @property
@@ -187,3 +189,37 @@ def load_bi_encoder(runtime: str) -> BiEncoder:
 def bi_encoder() -> BiEncoder:
     """The process' bi-encoder, on the runtime the ``encoder_runtime`` setting names."""
     return load_bi_encoder(config.setting("encoder_runtime"))
+
+
+# setting dense_model -> the model whose sentence vectors the dense stage searches (None: the bi-encoder's own)
+DENSE_MODELS = {"minilm": None, "mpnet": "all-mpnet-base-v2"}
+
+
+def dense_encoder(choice: str) -> BiEncoder | None:
+    """The model whose sentence vectors the dense stage searches, or None for the bi-encoder itself
+    (which always gives the reranker's token vectors and the extractive backend's sentence scores).
+    As the dense vote, all-mpnet-base-v2 retrieves better than MiniLM (README, "A stronger dense
+    model"); it is optional because it is 438 MB and embeds ~3x slower."""
+    return None if DENSE_MODELS[choice] is None else _mpnet()
+
+
+@lru_cache(maxsize=1)
+def _mpnet() -> BiEncoder:
+    from . import mpnet_model
+
+    try:
+        path = mpnet_model.verify_model()
+    except mpnet_model.MpnetMissing as exc:
+        raise ModelMissing(str(exc)) from None
+    return TorchBiEncoder(path, mpnet_model.MODEL_NAME)
+
+
+def dense_mark(choice: str) -> str:
+    """The part of a corpus's pipeline string that records its dense model: none for MiniLM, so
+    indexes built before the choice existed keep their pipeline and are not re-embedded."""
+    return "" if DENSE_MODELS[choice] is None else f"+dense-{DENSE_MODELS[choice]}"
+
+
+def corpus_dense_choice(pipeline: str) -> str:
+    """The dense model a corpus was embedded with, from its pipeline string: what its queries use."""
+    return next((c for c in DENSE_MODELS if dense_mark(c) and dense_mark(c) in pipeline), "minilm")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import config, metrics
 from .auth import NAME_PATTERN, AuthError, bearer_token, new_key_id, new_secret, secret_sha256
-from .encoders import BiEncoder, bi_encoder
+from .encoders import BiEncoder, ModelMissing, bi_encoder, corpus_dense_choice, dense_encoder
 from .index import copy_corpus, open_store
 from .index.store import FULL_SCOPE, PUBLISHABLE_SCOPE, ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store
 from .ingest.admission import approve, default_report_path, remember_policy, resolve_policy
@@ -104,7 +104,13 @@ class Services:
 
     @cached_property
     def retriever(self) -> HybridRetriever:
-        return HybridRetriever(self.store, self.encoder, default_reranker(self.store.token_vectors))
+        return HybridRetriever(self.store, self.encoder, default_reranker(self.store.token_vectors), self.dense_model)
+
+    def dense_model(self, corpus: str) -> BiEncoder | None:
+        """The model that embedded ``corpus``'s dense vectors (its pipeline string says; None: the
+        bi-encoder), so its queries are encoded by the same one whatever dense_model says now."""
+        info = self.store.get_corpus(corpus)
+        return dense_encoder(corpus_dense_choice(info.pipeline)) if info is not None else None
 
     @cached_property
     def thresholds(self) -> Thresholds:
@@ -419,9 +425,15 @@ class Services:
 
         problems = []
         try:
-            self.store.list_corpora()
+            corpora = self.store.list_corpora()
         except Exception as exc:  # any store failure means not ready; the reason is reported, not raised
             problems.append(f"store: {exc}")
+            corpora = []
+        for corpus in corpora:
+            try:
+                dense_encoder(corpus_dense_choice(corpus.pipeline))
+            except ModelMissing as exc:
+                problems.append(f"corpus {corpus.name!r} was embedded with a dense model this install lacks: {exc}")
         try:
             backend_problem = self.generator.probe()
         except (BackendConfigError, config.ConfigError) as exc:

@@ -19,6 +19,7 @@ from .. import __version__, config
 from ..auth import AuthError, RateLimited, RateLimiter, check_publishable
 from ..capacity import capacity
 from ..contract import AskRequest, AskResponse, ErrorBody, FeedbackRequest
+from ..encoders import ModelMissing
 from ..service import EmptyQuestion, Services, UnknownCorpus, UnknownTrace
 from . import cors, openai_facade
 from .mcp_http import mount_mcp
@@ -110,6 +111,10 @@ def create_app(services: Services | None = None) -> FastAPI:
     @app.exception_handler(EmptyQuestion)
     async def empty_question(_: Request, exc: EmptyQuestion) -> JSONResponse:
         return _error(422, "invalid_question", str(exc))
+
+    @app.exception_handler(ModelMissing)
+    async def model_missing(_: Request, exc: ModelMissing) -> JSONResponse:
+        return _error(503, "model_missing", str(exc))
 
     @app.exception_handler(UnknownCorpus)
     async def unknown_corpus(_: Request, exc: UnknownCorpus) -> JSONResponse:

