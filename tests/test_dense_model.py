@@ -13,7 +13,7 @@ import pytest
 from citedocs import encoders, mpnet_model
 from citedocs.ingest.pipeline import IngestError
 from citedocs.retrieve.hybrid import RetrievalConfig
-from conftest import ASTRO_BASE_URL, BACKENDS, open_services
+from conftest import ASTRO_BASE_URL, ASTRO_DOCS, BACKENDS, open_services
 
 QUESTION = "How do I deploy my Astro site to Heroku?"
 
@@ -60,6 +60,16 @@ def test_corpora_of_both_dense_models_share_a_store_and_each_is_searched_with_it
     for corpus in ("big", "small"):
         assert services.search(QUESTION, corpus, 3).hits[0].chunk.doc_path == "guides/deploy/heroku.mdx"
     services.store.close()
+
+
+def test_mpnet_runs_on_onnx_runtime_with_the_vectors_of_the_torch_reference():
+    _mpnet_ready()
+    from citedocs.encoders import TorchBiEncoder
+
+    texts = [QUESTION, (ASTRO_DOCS / "guides" / "deploy" / "heroku.mdx").read_text(encoding="utf-8") * 3, "Übersetzung — 日本語", ""]
+    reference = TorchBiEncoder(mpnet_model.model_dir(), mpnet_model.MODEL_NAME).encode(texts)
+    vectors = encoders.dense_encoder("mpnet").encode(texts, batch_size=2)
+    assert vectors.shape == (4, 768) and float(np.min(np.sum(reference * vectors, axis=1))) > 0.9999
 
 
 def test_changing_the_dense_model_re_embeds_the_corpus_at_its_next_ingest(tmp_path, monkeypatch, small_docs):

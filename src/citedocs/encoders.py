@@ -127,20 +127,23 @@ class OnnxBiEncoder(BiEncoder):
     weights). Texts are tokenized with the model's own tokenizer, truncated as sentence-transformers
     truncates (max_seq_length), sorted by length and batched so a batch pads only to its longest text."""
 
-    def __init__(self, precision: onnx_model.Precision) -> None:
+    def __init__(self, precision: onnx_model.Precision, model_dir: Path | None = None, name: str | None = None) -> None:
+        """The bundled MiniLM, or (``model_dir``, ``name``) another BERT-style sentence-transformers
+        model with mean pooling (the opt-in dense model), named as given."""
         import onnxruntime
         from tokenizers import Tokenizer
 
-        model_dir = package_model_dir(BI_ENCODER_PACKAGE)
+        label = "minilm" if model_dir is None else model_dir.name
+        model_dir = model_dir or package_model_dir(BI_ENCODER_PACKAGE)
         threads.apply()
-        self.name = f"{BI_ENCODER_NAME}+onnx-{precision}"
+        self.name = name or f"{BI_ENCODER_NAME}+onnx-{precision}"
         settings = json.loads((model_dir / "sentence_bert_config.json").read_text(encoding="utf-8"))
         self._dimension = int(json.loads((model_dir / "config.json").read_text(encoding="utf-8"))["hidden_size"])
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._tokenizer.enable_truncation(int(settings["max_seq_length"]))
         self._tokenizer.no_padding()
         self._session = onnxruntime.InferenceSession(
-            str(onnx_model.model_file(model_dir, precision)), threads.onnx_session_options(), providers=["CPUExecutionProvider"]
+            str(onnx_model.model_file(model_dir, precision, label)), threads.onnx_session_options(), providers=["CPUExecutionProvider"]
         )
         self._lock = threading.Lock()
 
@@ -211,7 +214,8 @@ def _mpnet() -> BiEncoder:
         path = mpnet_model.verify_model()
     except mpnet_model.MpnetMissing as exc:
         raise ModelMissing(str(exc)) from None
-    return TorchBiEncoder(path, mpnet_model.MODEL_NAME)
+    # ONNX Runtime, fp32 (torch's vectors; its idle threads do not spin on the cores a busy machine needs)
+    return OnnxBiEncoder("fp32", path, mpnet_model.MODEL_NAME)
 
 
 def dense_mark(choice: str) -> str:

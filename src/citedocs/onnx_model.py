@@ -44,12 +44,12 @@ def weights_digest(model_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def model_file(model_dir: Path, precision: Precision) -> Path:
+def model_file(model_dir: Path, precision: Precision, label: str = "minilm") -> Path:
     """The cached ONNX graph for ``model_dir``'s weights at ``precision``, built if missing."""
     import onnxruntime
 
     key = f"{weights_digest(model_dir)[:16]}-r{RECIPE_VERSION}-ort{onnxruntime.__version__}-{precision}"
-    path = Path(config.setting("model_cache")).expanduser() / f"minilm-{key}.onnx"
+    path = Path(config.setting("model_cache")).expanduser() / f"{label}-{key}.onnx"
     if not path.is_file():
         _build(model_dir, precision, path)
     return path
@@ -78,6 +78,7 @@ def _export(model_dir: Path, out: Path) -> None:
 
     # eager attention: the graph onnxruntime's BERT fusion recognises (the SDPA path exports masks it does not)
     bert = AutoModel.from_pretrained(str(model_dir), attn_implementation="eager").eval()
+    segments = bert.config.model_type == "bert"  # MPNet (the opt-in dense model) has no token types
 
     class LastHiddenState(torch.nn.Module):
         def __init__(self) -> None:
@@ -85,9 +86,8 @@ def _export(model_dir: Path, out: Path) -> None:
             self.bert = bert
 
         def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-            return self.bert(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=torch.zeros_like(input_ids)
-            ).last_hidden_state
+            extra = {"token_type_ids": torch.zeros_like(input_ids)} if segments else {}
+            return self.bert(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
 
     example = torch.ones(2, 8, dtype=torch.long)
     axes = {0: "batch", 1: "tokens"}
