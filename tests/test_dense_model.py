@@ -10,7 +10,10 @@ import os
 import numpy as np
 import pytest
 
+from typer.testing import CliRunner
+
 from citedocs import encoders, mpnet_model
+from citedocs.cli import app as cli
 from citedocs.ingest.pipeline import IngestError
 from citedocs.retrieve.hybrid import RetrievalConfig
 from conftest import ASTRO_BASE_URL, ASTRO_DOCS, BACKENDS, open_services
@@ -74,13 +77,22 @@ def test_mpnet_runs_on_onnx_runtime_with_the_vectors_of_the_torch_reference():
 
 def test_changing_the_dense_model_re_embeds_the_corpus_at_its_next_ingest(tmp_path, monkeypatch, small_docs):
     _mpnet_ready()
-    services = open_services(None, "sqlite", tmp_path, "dense")
-    services.ingest(small_docs, "docs", ASTRO_BASE_URL)
-    unchanged = services.ingest(small_docs, "docs", ASTRO_BASE_URL)
-    assert unchanged.added == unchanged.changed == 0
+    monkeypatch.setenv("CITEDOCS_HOME", str(tmp_path))
+    monkeypatch.delenv("CITEDOCS_DATABASE_URL", raising=False)
+    runner = CliRunner()
+
+    def ingest() -> str:
+        result = runner.invoke(cli, ["ingest", str(small_docs), "--corpus", "docs"], env={"COLUMNS": "250"})
+        assert result.exit_code == 0, result.output
+        return " ".join(result.output.split())
+
+    assert "dense model minilm" in ingest()
+    assert "0 added, 0 changed, 0 removed" in ingest()
     monkeypatch.setenv("CITEDOCS_DENSE_MODEL", "mpnet")
-    switched = services.ingest(small_docs, "docs", ASTRO_BASE_URL)
-    assert switched.added == services.corpus("docs").chunk_count and _widths(services, "docs") == {768}
+    switched = ingest()
+    services = open_services(None, "sqlite", tmp_path, "dense")
+    count = services.corpus("docs").chunk_count
+    assert f"{count} added" in switched and "dense model mpnet" in switched and _widths(services, "docs") == {768}
     services.store.close()
 
 

@@ -150,7 +150,7 @@ def _run_ingest(
         f"corpus [bold]{corpus}[/] version {result.version}: {result.files_seen} files "
         f"({result.files_parsed} parsed, {len(result.skipped)} skipped){noted}; chunks: {result.added} added, "
         f"{result.changed} changed, {result.removed} removed, {result.unchanged} unchanged "
-        f"in {result.seconds:.1f}s; owned by tenant {tenant}"
+        f"in {result.seconds:.1f}s; dense model {result.dense_model}; owned by tenant {tenant}"
     )
     remembered = " (remembered for this corpus)" if admission is None and result.policy != "default" else ""
     rejected = ", ".join(f"{n} {reason}" for reason, n in sorted(result.rejected_by_reason().items())) or "none"

@@ -54,6 +54,7 @@ class IngestReport:
     admission_report: Path | None = None  # where the admission report was written
     version: str = ""
     seconds: float = 0.0
+    dense_model: str = "minilm"  # whose vectors the dense stage searches (setting dense_model)
 
     def file_outcomes(self) -> list[AdmissionDecision]:
         """Every file seen: admitted, or rejected by the policy or as malformed, with the reason."""
@@ -175,7 +176,9 @@ def ingest_corpus(
     old_docs = {} if rebuild else store.documents(corpus)
     old_hashes = {} if rebuild else store.chunk_hashes(corpus)
 
-    report = IngestReport(corpus=corpus, files_seen=len(files) + len(outside), policy=str(policy.source or "default"))
+    report = IngestReport(
+        corpus=corpus, files_seen=len(files) + len(outside), policy=str(policy.source or "default"), dense_model=dense_model
+    )
     report.admission.extend(AdmissionDecision(o.link, False, o.reason) for o in outside)
     new_docs: dict[str, DocumentRecord] = {}
     fresh_chunks: dict[ChunkId, Chunk] = {}
