@@ -159,3 +159,28 @@ def test_a_postgres_store_from_before_two_widths_is_migrated_to_one_index_per_wi
     for corpus in ("big", "small"):
         assert services.search(QUESTION, corpus, 3).hits[0].chunk.doc_path == "guides/deploy/heroku.mdx"
     services.store.close()
+
+
+def test_a_corpus_whose_dense_model_is_gone_makes_the_server_unready_and_says_what_to_install(
+    tmp_path, monkeypatch, small_docs
+):
+    _mpnet_ready()
+    from fastapi.testclient import TestClient
+
+    from citedocs.api.app import create_app
+
+    monkeypatch.setenv("CITEDOCS_DENSE_MODEL", "mpnet")
+    services = open_services(None, "sqlite", tmp_path, "dense", backend="extractive")
+    services.ingest(small_docs, "docs", ASTRO_BASE_URL)
+    monkeypatch.setattr(mpnet_model, "model_dir", lambda: tmp_path / "uninstalled")  # e.g. a new venv
+    encoders._mpnet.cache_clear()
+    monkeypatch.setenv("CITEDOCS_AUTH", "off")
+    try:
+        client = TestClient(create_app(services))
+        ready = client.get("/readyz")
+        assert ready.status_code == 503 and "corpus 'docs'" in ready.json()["detail"] and "make install-mpnet" in ready.json()["detail"]
+        asked = client.post("/ask", json={"question": QUESTION, "corpus": "docs"})
+        assert asked.status_code == 503 and asked.json()["error"] == "model_missing"
+    finally:
+        encoders._mpnet.cache_clear()
+    services.store.close()
