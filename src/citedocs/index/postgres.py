@@ -124,18 +124,6 @@ CREATE TABLE IF NOT EXISTS api_keys (
 -- added after the first release, for databases created before
 ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS scope TEXT NOT NULL DEFAULT 'full';
 ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS origins TEXT NOT NULL DEFAULT '';
--- vector indexes were once whole-table, which breaks as soon as corpora of two widths share the table
--- (setting dense_model): each becomes a partial index over the rows of its width
-DO $$
-DECLARE old record; width int;
-BEGIN
-    FOR old IN SELECT indexname FROM pg_indexes WHERE tablename = 'chunks' AND indexname ~ '^chunks_embedding_hnsw_[0-9]+$' LOOP
-        width := substring(old.indexname from '[0-9]+$')::int;
-        EXECUTE format('DROP INDEX %I', old.indexname);
-        EXECUTE format('CREATE INDEX IF NOT EXISTS chunks_dense_hnsw_%s ON chunks USING hnsw ((embedding::vector(%s)) vector_ip_ops)'
-                       ' WHERE vector_dims(embedding) = %s', width, width, width);
-    END LOOP;
-END $$;
 """
 
 # Session-level advisory lock key under which processes starting at once create the schema.
@@ -196,6 +184,7 @@ class PostgresStore:
                 conn.execute("SELECT pg_advisory_lock(%s)", (_SCHEMA_LOCK,))
                 try:
                     conn.execute(SCHEMA)
+                    self._migrate_vector_indexes(conn)
                 finally:
                     conn.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK,))
         except psycopg.errors.FeatureNotSupported as exc:
@@ -321,6 +310,18 @@ class PostgresStore:
             None if tokens is None else tokens.rows,
             None if tokens is None else tokens.data,
         )
+
+    @classmethod
+    def _migrate_vector_indexes(cls, conn: psycopg.Connection) -> None:
+        """Vector indexes were once whole-table (``chunks_embedding_hnsw_<width>``), which breaks as soon
+        as corpora of two widths share the table (setting dense_model): each becomes the partial index
+        ``_ensure_vector_index`` builds for its width."""
+        old = conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'chunks' AND indexname ~ '^chunks_embedding_hnsw_[0-9]+$'"
+        ).fetchall()
+        for (name,) in old:
+            conn.execute(f'DROP INDEX "{name}"')
+            cls._ensure_vector_index(conn, int(name.rsplit("_", 1)[1]))
 
     @staticmethod
     def _ensure_vector_index(conn: psycopg.Connection, dim: int) -> None:
