@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from citedocs.eval.cases import CaseFileError, load_cases
-from citedocs.eval.harness import check_gate, run_eval
+from citedocs.eval.harness import check_gate, run_eval, states_keywords
 from citedocs.eval.metrics import answer_sentences, refusal_scores, summarize_rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,6 +69,18 @@ def test_keyword_correctness_counts_answered_answerable_cases_only():
     )
     assert summary["keyword_correctness"] == pytest.approx(1 / 2)
     assert summary["keyword_correctness_all_answerable"] == pytest.approx(1 / 3)
+
+
+def test_a_keyword_only_a_citation_id_holds_is_not_stated_by_the_answer():
+    answer = "Test on a phone during development [reference/cli-reference#--host-optional-host-address/1]."
+    assert not states_keywords(answer, ["--host"])
+    assert states_keywords("Run `astro dev --host` [reference/cli-reference#--host-optional-host-address/1].", ["--host"])
+
+
+def test_keywords_in_code_and_in_ordinary_brackets_still_count():
+    answer = "Add a mapping [a#b/1]:\n\n```ini\n[jinja2: **.html]\nextensions = jinja2.ext.i18n\n```\n[a#b/1]"
+    assert states_keywords(answer, ["[jinja2:", "jinja2.ext.i18n"])
+    assert not states_keywords(answer, [])  # a case without keywords is never keyword-correct
 
 
 def test_retrieval_recall_and_mrr():

@@ -12,12 +12,20 @@ from pathlib import Path
 from ..contract import AskRequest, HistoryTurn
 from ..service import Services
 from ..types import Chunk
+from ..validate.markers import without_citations
 from .cases import EvalCase
 from .llm_judge import LlmJudge
 from .metrics import answer_sentences, lexical_entailment, summarize_by_bucket, summarize_rows
 from .retrieval import covered_at
 
 JUDGE = "lexical-entailment-v1 (no NLI model ships on PyPI; see README)"
+
+
+def states_keywords(answer: str, keywords: list[str]) -> bool:
+    """Every expected keyword occurs (case-insensitively) in what the reader reads: the answer without
+    its citation ids, which name sections (``cli-reference#--host-optional-host-address/1``)."""
+    text = without_citations(answer).lower()
+    return bool(keywords) and all(k.lower() in text for k in keywords)
 
 
 def file_hash(path: Path) -> str:
@@ -72,12 +80,7 @@ def grade_case(case: EvalCase, services: Services, corpus: str, judge: LlmJudge 
         for verdict in verdicts:
             llm = judge.judge_claim(verdict["claim"], [by_id[i] for i in verdict["ids"] if i in by_id])
             verdict.update(llm_entailed=llm.entailed, llm_p_backed=llm.p_backed)
-    answer_lower = response.answer.lower()
-    keywords_ok = (
-        not response.refused
-        and bool(case.expected_keywords)
-        and all(k.lower() in answer_lower for k in case.expected_keywords)
-    )
+    keywords_ok = not response.refused and states_keywords(response.answer, case.expected_keywords)
     expected_paths = {p for p, _ in case.expected()}
     return {
         "case_id": case.id,

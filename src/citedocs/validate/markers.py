@@ -62,6 +62,18 @@ def parse_markers(sentence: str) -> ParsedMarkers:
     return parsed
 
 
+def without_citations(text: str) -> str:
+    """What a reader reads of an answer: its well-formed citation markers removed, everything else
+    (code, ordinary bracketed text) left as it is. An id names its section (``api#bytecode-cache/1``),
+    so a keyword check over the raw answer would credit an answer for a word only its citation holds."""
+
+    def drop(match: re.Match) -> str:
+        parts = [p for p in _SPLIT.split(match.group(1).strip()) if p]
+        return "" if parts and all(CHUNK_ID.match(p) for p in parts) else match.group(0)
+
+    return _GROUP.sub(drop, text)
+
+
 def with_markers(text: str, ids: list[str]) -> str:
     """Put ``[id]`` markers before the sentence's final punctuation."""
     markers = " ".join(f"[{i}]" for i in ids)
