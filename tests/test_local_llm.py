@@ -32,6 +32,8 @@ OUT_OF_SCOPE = "What are Netlify's bandwidth limits on the free tier?"
 # asked by no other test, so no grading prompt of it is in llama.cpp's prompt cache: its answer
 # takes seconds, and a kill one second in lands while the model is still grading
 UNCACHED = "How do I import YAML files into my Astro components?"
+# asked by no other test: with query expansion on, the model first writes the passage it expects
+EXPANDED = "How can I try my site on my phone while I work on it?"
 TIMEOUT = httpx.Timeout(900.0)  # a 2-core CI machine answers in tens of seconds; a busy one in minutes
 
 
@@ -121,6 +123,24 @@ def test_a_follow_up_is_rewritten_by_the_local_model(server):
     trace = _trace(base, body)
     assert trace["rewrite_method"] == "llm" and trace["rewritten_query"] != "and how do I open it in the browser after that?"
     assert {c["id"] for c in body["citations"]} <= _retrieved(trace)
+
+
+def test_with_query_expansion_the_model_writes_a_passage_that_is_searched_beside_the_question(server, monkeypatch):
+    from citedocs.contract import AskRequest
+    from citedocs.service import Services
+
+    _, home = server
+    monkeypatch.setenv("CITEDOCS_QUERY_EXPANSION", "hyde")
+    monkeypatch.setenv("CITEDOCS_DATABASE_URL", "")
+    services = Services.open(home / "citedocs.sqlite3", backend="local")  # its own model server
+    try:
+        response = services.ask(AskRequest(question=EXPANDED, corpus=CORPUS))
+        trace = services.trace(response.trace_id)
+    finally:
+        services.close()
+    assert isinstance(trace["expansion"], str) and len(trace["expansion"].split()) >= 5, trace.get("expansion")
+    assert trace["latency_ms"]["expand"] > 0 and "retrieve.expansion" in trace["latency_ms"]
+    assert {c.id for c in response.citations} <= {r["id"] for r in trace["retrieved"]}
 
 
 def test_a_stream_shows_only_validated_sentences_then_the_final_answer(server):

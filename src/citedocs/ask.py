@@ -1,4 +1,4 @@
-"""The /ask pipeline: rewrite → retrieve → gate → grade → generate + validate → contract + trace."""
+"""The /ask pipeline: rewrite → (expand) → retrieve → gate → grade → generate + validate → contract + trace."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from .contract import AskRequest, AskResponse, Citation, RefusalReason
 from .generate.base import GenerationFault, Generator
 from .generate.grader import LlmGrader
 from .index.store import CorpusInfo, Store
+from .retrieve.expand import HypotheticalPassage
 from .retrieve.hybrid import HybridRetriever, RetrievalConfig
 from .retrieve.null_level import NullLevels
 from .types import Chunk, SearchHit
@@ -157,6 +158,7 @@ class AskPipeline:
         thresholds: Thresholds,
         on_trace: Callable[[dict], None] | None = None,
         grader: LlmGrader | None = None,
+        expander: HypotheticalPassage | None = None,
     ) -> None:
         self.on_trace = on_trace  # called with every stored trace (metrics)
         self.store = store
@@ -166,6 +168,7 @@ class AskPipeline:
         self.validator = validator
         self.thresholds = thresholds
         self.grader = grader
+        self.expander = expander
 
     def ask(self, request: AskRequest, corpus: CorpusInfo) -> AskResponse:
         for event in self.ask_events(request, corpus):
@@ -176,7 +179,7 @@ class AskPipeline:
     def ask_events(self, request: AskRequest, corpus: CorpusInfo) -> Iterator[AskEvent]:
         run = _Answer(self, request, corpus)
         query = self._rewrite(run, request)
-        hits = self._retrieve(run, query, request.top_k)
+        hits = self._retrieve(run, query, request.top_k, self._expand(run, query))
         refusal = self._gate(run, hits)
         if refusal is not None:
             yield refusal
@@ -205,9 +208,19 @@ class AskPipeline:
         run.trace.payload["rewritten_query"] = query
         return query
 
-    def _retrieve(self, run: _Answer, query: str, top_k: int) -> list[SearchHit]:
+    def _expand(self, run: _Answer, query: str) -> str | None:
+        """The hypothetical passage searched beside the query (setting ``query_expansion``)."""
+        if self.expander is None:
+            return None
+        passage = run.trace.timed("expand", self.expander.expand, query, run.corpus.name)
+        run.trace.payload["expansion"] = passage
+        return passage
+
+    def _retrieve(self, run: _Answer, query: str, top_k: int, expansion: str | None = None) -> list[SearchHit]:
         trace = run.trace
-        result = trace.timed("retrieve", self.retriever.retrieve, run.corpus.name, query, top_k, RetrievalConfig())
+        result = trace.timed(
+            "retrieve", self.retriever.retrieve, run.corpus.name, query, top_k, RetrievalConfig(), expansion
+        )
         trace.stage_ms.update({f"retrieve.{k}": round(v, 1) for k, v in result.stage_ms.items()})
         trace.payload["retrieval_confidence"] = result.confidence
         trace.payload["retrieved"] = [{"id": h.chunk.id, "score": h.score, "stages": h.stages.__dict__} for h in result.hits]

@@ -127,6 +127,13 @@ SETTINGS: dict[str, Setting] = {
         "with an LLM backend: quote (the LLM grades the chunks, the answer quotes the best sentences of those it keeps) | "
         "write (the LLM writes cited sentences) | auto (quote for local, write for openai)",
     ),
+    "query_expansion": Setting(
+        "CITEDOCS_QUERY_EXPANSION",
+        "off",
+        _choice("off", "hyde"),
+        "with an LLM backend: hyde (the LLM writes the passage it expects the docs to hold, searched beside the "
+        "question; ~9 s more per question with the local model on 2 cores) | off",
+    ),
     "threads": Setting("CITEDOCS_THREADS", None, _at_least_one, "CPU threads for the models"),
     "encoder_runtime": Setting(
         "CITEDOCS_ENCODER_RUNTIME",

@@ -125,16 +125,18 @@ class Services:
     @cached_property
     def pipeline(self) -> AskPipeline:
         """With an LLM backend, the LLM also grades chunks before generation and, when it writes the
-        answer, verifies each claim (settings llm_grade, llm_verify, llm_answer); the lexical support
+        answer, verifies each claim (settings llm_grade, llm_verify, llm_answer), and with
+        query_expansion = hyde first writes a passage to search beside the question; the lexical support
         check is the fallback, the no-LLM rule, and the whole check of a quoted answer."""
         from .generate.grader import LlmGrader
         from .generate.openai_compat import OpenAICompatibleGenerator
         from .generate.quote import QuotingGenerator
         from .generate.yesno import PassageJudge
+        from .retrieve.expand import HypotheticalPassage
         from .validate.entailment import LlmEntailmentChecker
 
         checker = SupportChecker(self.encoder, self.thresholds)
-        grader = None
+        grader = expander = None
         quoting = isinstance(self.generator, QuotingGenerator)
         llm = self.generator.llm if quoting else self.generator
         if isinstance(llm, OpenAICompatibleGenerator):
@@ -144,6 +146,8 @@ class Services:
             if config.setting("llm_grade") == "on":
                 enough = self.generator.quotes.chunks_considered if quoting else None  # what a quote can use
                 grader = LlmGrader(judge, self.thresholds.min_grade, required=quoting, enough=enough)
+            if config.setting("query_expansion") == "hyde":
+                expander = HypotheticalPassage(llm)
         return AskPipeline(
             self.store,
             self.retriever,
@@ -152,6 +156,7 @@ class Services:
             self.thresholds,
             on_trace=metrics.observe_trace,
             grader=grader,
+            expander=expander,
         )
 
     def close(self) -> None:

@@ -80,7 +80,16 @@ class HybridRetriever:
     def dense(self, corpus: str, query_vector: np.ndarray, limit: int) -> list[tuple[ChunkId, float]]:
         return self.store.dense_search(corpus, query_vector, limit)
 
-    def retrieve(self, corpus: str, query: str, k: int, config: RetrievalConfig) -> RetrievalResult:
+    def _expansion_rankings(self, corpus: str, passage: str, limit: int) -> list[list[ChunkId]]:
+        dense_model = self.dense_models(corpus) or self.encoder
+        vector = dense_model.encode([passage])[0]
+        return [[cid for cid, _ in self.bm25(corpus, passage, limit)], [cid for cid, _ in self.dense(corpus, vector, limit)]]
+
+    def retrieve(
+        self, corpus: str, query: str, k: int, config: RetrievalConfig, expansion: str | None = None
+    ) -> RetrievalResult:
+        """``expansion``: a hypothetical passage (``expand.py``) whose own rankings join the fusion;
+        the reranker and ``confidence`` still read ``query`` alone."""
         timings: dict[str, float] = {}
         stages: dict[ChunkId, dict] = {}
 
@@ -108,10 +117,13 @@ class HybridRetriever:
                 stages.setdefault(cid, {}).update(dense_rank=rank, dense_score=score)
             rankings.append([cid for cid, _ in semantic])
 
+        if expansion and config.mode == "hybrid":
+            rankings += timed("expansion", self._expansion_rankings, corpus, expansion, config.candidates)
+
         fused = timed("fuse", reciprocal_rank_fusion, rankings)
         ordered = sorted(fused, key=lambda cid: -fused[cid])
         for cid in ordered:
-            stages[cid]["fused_score"] = fused[cid]
+            stages.setdefault(cid, {})["fused_score"] = fused[cid]  # a chunk only the expansion found
 
         depth = max(config.rerank_depth, k) if reranking else k
         chunks = self.store.get_chunks(corpus, ordered[:depth])
