@@ -85,6 +85,6 @@ def test_with_expansion_on_the_passage_is_written_first_and_traced(astro_service
         client = TestClient(create_app(services))
         body = client.post("/ask", json={"question": PARAPHRASE}).json()
         trace = client.get(f"/traces/{body['trace_id']}").json()
-    assert trace["expansion"] == PASSAGE
+    assert trace["expansion"] == PASSAGE and trace["expansion_prompt"] == "hyde_v1"
     assert "expand" in trace["latency_ms"] and "retrieve.expansion" in trace["latency_ms"]
     assert "documentation that answers this question" in fake.requests[0]["messages"][-1]["content"]

@@ -12,6 +12,7 @@ from .contract import AskRequest, AskResponse, Citation, RefusalReason
 from .generate.base import GenerationFault, Generator
 from .generate.grader import LlmGrader
 from .index.store import CorpusInfo, Store
+from .retrieve.expand import PROMPT_VERSION as EXPANSION_PROMPT
 from .retrieve.expand import HypotheticalPassage
 from .retrieve.hybrid import HybridRetriever, RetrievalConfig
 from .retrieve.null_level import NullLevels
@@ -213,7 +214,7 @@ class AskPipeline:
         if self.expander is None:
             return None
         passage = run.trace.timed("expand", self.expander.expand, query, run.corpus.name)
-        run.trace.payload["expansion"] = passage
+        run.trace.payload.update(expansion=passage, expansion_prompt=EXPANSION_PROMPT)
         return passage
 
     def _retrieve(self, run: _Answer, query: str, top_k: int, expansion: str | None = None) -> list[SearchHit]:

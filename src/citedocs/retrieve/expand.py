@@ -31,8 +31,6 @@ class ChatClient(Protocol):
 class HypotheticalPassage:
     """Writes the passage the docs would hold for a question, with the backend's own LLM client."""
 
-    name = PROMPT_VERSION
-
     def __init__(self, client: ChatClient) -> None:
         self.client = client
 

@@ -33,6 +33,12 @@ def _looks_like_citation(inner: str) -> bool:
     )
 
 
+def _citation_ids(inner: str) -> list[str] | None:
+    """The ids of a bracket's contents when every part is a well-formed chunk id, else None."""
+    parts = [p for p in _SPLIT.split(inner.strip()) if p]
+    return parts if parts and all(CHUNK_ID.match(p) for p in parts) else None
+
+
 def parse_markers(sentence: str) -> ParsedMarkers:
     parsed = ParsedMarkers(text=sentence)
 
@@ -45,8 +51,8 @@ def parse_markers(sentence: str) -> ParsedMarkers:
 
     def group(match: re.Match) -> str:
         inner = match.group(1).strip()
-        parts = [p for p in _SPLIT.split(inner) if p]
-        if parts and all(CHUNK_ID.match(p) for p in parts):
+        parts = _citation_ids(inner)
+        if parts:
             for part in parts:
                 if part not in parsed.ids:
                     parsed.ids.append(part)
@@ -67,11 +73,7 @@ def without_citations(text: str) -> str:
     (code, ordinary bracketed text) left as it is. An id names its section (``api#bytecode-cache/1``),
     so a keyword check over the raw answer would credit an answer for a word only its citation holds."""
 
-    def drop(match: re.Match) -> str:
-        parts = [p for p in _SPLIT.split(match.group(1).strip()) if p]
-        return "" if parts and all(CHUNK_ID.match(p) for p in parts) else match.group(0)
-
-    return _GROUP.sub(drop, text)
+    return _GROUP.sub(lambda match: "" if _citation_ids(match.group(1)) else match.group(0), text)
 
 
 def with_markers(text: str, ids: list[str]) -> str:
