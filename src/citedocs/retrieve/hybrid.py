@@ -80,8 +80,7 @@ class HybridRetriever:
     def dense(self, corpus: str, query_vector: np.ndarray, limit: int) -> list[tuple[ChunkId, float]]:
         return self.store.dense_search(corpus, query_vector, limit)
 
-    def _expansion_rankings(self, corpus: str, passage: str, limit: int) -> list[list[ChunkId]]:
-        dense_model = self.dense_models(corpus) or self.encoder
+    def _expansion_rankings(self, corpus: str, passage: str, limit: int, dense_model: BiEncoder) -> list[list[ChunkId]]:
         vector = dense_model.encode([passage])[0]
         return [[cid for cid, _ in self.bm25(corpus, passage, limit)], [cid for cid, _ in self.dense(corpus, vector, limit)]]
 
@@ -118,7 +117,9 @@ class HybridRetriever:
             rankings.append([cid for cid, _ in semantic])
 
         if expansion and config.mode == "hybrid":
-            rankings += timed("expansion", self._expansion_rankings, corpus, expansion, config.candidates)
+            rankings += timed(
+                "expansion", self._expansion_rankings, corpus, expansion, config.candidates, dense_model or self.encoder
+            )
 
         fused = timed("fuse", reciprocal_rank_fusion, rankings)
         ordered = sorted(fused, key=lambda cid: -fused[cid])

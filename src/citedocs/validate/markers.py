@@ -72,7 +72,6 @@ def without_citations(text: str) -> str:
     """What a reader reads of an answer: its well-formed citation markers removed, everything else
     (code, ordinary bracketed text) left as it is. An id names its section (``api#bytecode-cache/1``),
     so a keyword check over the raw answer would credit an answer for a word only its citation holds."""
-
     return _GROUP.sub(lambda match: "" if _citation_ids(match.group(1)) else match.group(0), text)
 
 
