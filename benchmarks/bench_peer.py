@@ -89,7 +89,7 @@ def llamaindex_worker(docs: str, conn) -> None:
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
     from llama_index.retrievers.bm25 import BM25Retriever
 
-    from citedocs.encoders import BI_ENCODER_PACKAGE, package_model_dir
+    from citedocs.models.encoders import BI_ENCODER_PACKAGE, package_model_dir
 
     Settings.llm = None  # no LLM: one query, no generated variants (a MockLLM stands in)
     started = time.perf_counter()

@@ -12,7 +12,8 @@ import pytest
 
 from typer.testing import CliRunner
 
-from citedocs import encoders, mpnet_model
+from citedocs.models import encoders
+from citedocs.models import mpnet as mpnet_model
 from citedocs.cli import app as cli
 from citedocs.ingest.pipeline import IngestError
 from citedocs.retrieve.hybrid import RetrievalConfig
@@ -67,7 +68,7 @@ def test_corpora_of_both_dense_models_share_a_store_and_each_is_searched_with_it
 
 def test_mpnet_runs_on_onnx_runtime_with_the_vectors_of_the_torch_reference():
     _mpnet_ready()
-    from citedocs.encoders import TorchBiEncoder
+    from citedocs.models.encoders import TorchBiEncoder
 
     texts = [QUESTION, (ASTRO_DOCS / "guides" / "deploy" / "heroku.mdx").read_text(encoding="utf-8") * 3, "Übersetzung — 日本語", ""]
     reference = TorchBiEncoder(mpnet_model.model_dir(), mpnet_model.MODEL_NAME).encode(texts)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from citedocs.embedding_cache import EmbeddingCache
-from citedocs.encoders import bi_encoder
+from citedocs.models.embedding_cache import EmbeddingCache
+from citedocs.models.encoders import bi_encoder
 
 SENTENCES = [
     "Astro loads environment variables from .env files.",

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from citedocs import config
-from citedocs.encoders import LATE_INTERACTION_TOKENS, load_bi_encoder
+from citedocs.models.encoders import LATE_INTERACTION_TOKENS, load_bi_encoder
 from citedocs.service import Services
 from conftest import ASTRO_BASE_URL, ASTRO_DOCS, copy_astro_pages
 

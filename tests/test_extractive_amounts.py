@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from citedocs.encoders import bi_encoder
+from citedocs.models.encoders import bi_encoder
 from citedocs.generate.base import Generation
 from citedocs.generate.extractive import ExtractiveGenerator
 from citedocs.generate.prompt import NO_ANSWER

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from citedocs.encoders import bi_encoder
+from citedocs.models.encoders import bi_encoder
 from citedocs.generate.extractive import ExtractiveGenerator
 from citedocs.ingest.chunker import chunk_page
 from citedocs.ingest.readers import SourceFile

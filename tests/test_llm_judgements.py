@@ -58,7 +58,7 @@ def judge(tmp_path_factory):
         if os.environ.get("CITEDOCS_TEST_REQUIRE_LLM"):
             pytest.fail(f"the local model is required here: {problem}")
         pytest.skip(problem)
-    from citedocs.generate.model_file import model_path
+    from citedocs.models.llm_file import model_path
 
     server = ManagedServer(ServerConfig(model=model_path(), threads=1, log_file=tmp_path_factory.mktemp("llm") / "server.log"))
     server.start()
@@ -70,7 +70,7 @@ def judge(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def checker(judge):
-    from citedocs.encoders import bi_encoder
+    from citedocs.models.encoders import bi_encoder
     from citedocs.validate.support import SupportChecker
 
     thresholds = load_thresholds()

@@ -40,7 +40,7 @@ TIMEOUT = httpx.Timeout(900.0)  # a 2-core CI machine answers in tens of seconds
 def _model_ready() -> str | None:
     import importlib.util
 
-    from citedocs.generate.model_file import ModelFileError, verify_model
+    from citedocs.models.llm_file import ModelFileError, verify_model
 
     if importlib.util.find_spec("xllamacpp") is None:
         return "xllamacpp is not installed"

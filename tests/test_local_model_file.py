@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from citedocs.generate import model_file
+from citedocs.models import llm_file as model_file
 from citedocs.generate.local import LocalBackendError, start_local_generator
-from citedocs.generate.model_file import MODEL_BYTES, ModelFileError, install_model, verify_model
+from citedocs.models.llm_file import MODEL_BYTES, ModelFileError, install_model, verify_model
 
 
 def test_a_missing_model_names_the_install_command(tmp_path, monkeypatch):

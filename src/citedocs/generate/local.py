@@ -10,7 +10,7 @@ import importlib.util
 
 from .. import config
 from .llm_server import LlmServerError, ManagedServer, ServerConfig
-from .model_file import MODEL_LABEL, MODEL_NAME, ModelFileError
+from ..models.llm_file import MODEL_LABEL, MODEL_NAME, ModelFileError
 from .openai_compat import EndpointConfig, OpenAICompatibleGenerator
 
 INSTALL_LINE = "run `make install-llm` (the xllamacpp runtime and the model)"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import config
-from ..encoders import BiEncoder
+from ..models.encoders import BiEncoder
 from ..validate.thresholds import Thresholds
 from .base import Generator
 from .extractive import ExtractiveGenerator

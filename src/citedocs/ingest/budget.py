@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..encoders import BI_ENCODER_PACKAGE, package_model_dir
+from ..models.encoders import BI_ENCODER_PACKAGE, package_model_dir
 
 
 @dataclass(frozen=True)

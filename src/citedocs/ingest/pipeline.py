@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .. import config
 from ..config import DEFAULT_TENANT
-from ..encoders import LATE_INTERACTION_TOKENS, BiEncoder, ModelMissing, dense_encoder, dense_mark
+from ..models.encoders import LATE_INTERACTION_TOKENS, BiEncoder, ModelMissing, dense_encoder, dense_mark
 from ..index.store import ChunkVectors, CorpusInfo, DocumentRecord, IngestChanges, Store
 from ..types import Chunk, ChunkId, content_hash
 from .admission import AdmissionDecision, AdmissionPolicy

@@ -9,8 +9,8 @@ from typing import Protocol
 
 import numpy as np
 
-from ..embedding_cache import remember_question
-from ..encoders import LATE_INTERACTION_TOKENS, BiEncoder
+from ..models.embedding_cache import remember_question
+from ..models.encoders import LATE_INTERACTION_TOKENS, BiEncoder
 from ..index.store import Store
 from ..text import query_terms
 from ..types import Chunk, ChunkId, SearchHit, StageScores

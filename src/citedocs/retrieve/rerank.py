@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..encoders import LATE_INTERACTION_TOKENS, BiEncoder, bi_encoder
+from ..models.encoders import LATE_INTERACTION_TOKENS, BiEncoder, bi_encoder
 from ..index.token_codec import PackedTokens
 from ..types import Chunk, ChunkId
 from .hybrid import QueryEncoding

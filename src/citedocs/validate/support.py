@@ -20,8 +20,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..embedding_cache import EmbeddingCache
-from ..encoders import BiEncoder
+from ..models.embedding_cache import EmbeddingCache
+from ..models.encoders import BiEncoder
 from ..sentences import split_units
 from ..text import STOPWORDS, search_terms
 from ..types import Chunk

