@@ -1,9 +1,11 @@
 """API keys (random secrets stored only as sha256), what a key may call, and a per-process
 token-bucket rate limiter.
 
-Two kinds of key: a full key (``cd_``) opens every route of its tenant; a publishable key
-(``cdp_``) is meant to sit in a public page's HTML for the embeddable widget, so it opens only the
-widget's routes (PUBLISHABLE_ROUTES), only from a page on one of its own origins.
+Three kinds of key: a full key (``cd_``) opens every route of its tenant except the admin ones; an
+admin key (``cda_``) opens those too (``/admin/...``: syncs, uploads, jobs, insights), still only for
+its own tenant's corpora; a publishable key (``cdp_``) is meant to sit in a public page's HTML for the
+embeddable widget, so it opens only the widget's routes (PUBLISHABLE_ROUTES), only from a page on one
+of its own origins.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .index.store import ADMIN_SCOPE, FULL_SCOPE, PUBLISHABLE_SCOPE
+
 if TYPE_CHECKING:
     from .index.store import ApiKey
 
-KEY_PREFIX = "cd_"
-PUBLISHABLE_KEY_PREFIX = "cdp_"  # recognisable at a glance in a page's source
+# Each scope's secrets start with their own prefix, so a leaked key says at a glance what it opens.
+KEY_PREFIXES = {FULL_SCOPE: "cd_", PUBLISHABLE_SCOPE: "cdp_", ADMIN_SCOPE: "cda_"}
 # (method, route path template): what the widget calls, and all a publishable key may call.
 PUBLISHABLE_ROUTES = frozenset(
     {("POST", "/ask"), ("POST", "/ask/stream"), ("POST", "/traces/{trace_id}/feedback"), ("GET", "/corpora")}
@@ -44,9 +48,9 @@ class RateLimited(Exception):
         self.retry_after_s = retry_after_s
 
 
-def new_secret(publishable: bool = False) -> str:
+def new_secret(scope: str = FULL_SCOPE) -> str:
     """A fresh key: 256 random bits, so a plain sha256 is enough to store it (no salt or KDF needed)."""
-    return (PUBLISHABLE_KEY_PREFIX if publishable else KEY_PREFIX) + secrets.token_urlsafe(32)
+    return KEY_PREFIXES[scope] + secrets.token_urlsafe(32)
 
 
 def secret_sha256(secret: str) -> str:
@@ -88,6 +92,16 @@ def check_publishable(key: ApiKey, method: str, route: str | None, origin: str |
             403,
             "origin_not_allowed_for_key",
             f"publishable key {key.key_id} is accepted only from pages on {', '.join(key.origins)}; this request came {sent}",
+        )
+
+
+def check_admin(key: ApiKey) -> None:
+    """Raise AuthError (403) unless ``key`` is an admin key: the only kind the /admin routes take."""
+    if not key.admin:
+        raise AuthError(
+            403,
+            "admin_key_required",
+            f"{key.key_id} is a {key.scope} key; admin routes take an admin key (`citedocs keys create --admin --tenant {key.tenant}`)",
         )
 
 

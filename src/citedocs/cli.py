@@ -594,15 +594,24 @@ def keys_create(
         Optional[list[str]],
         typer.Option("--origin", help="Origin (scheme://host[:port]) of a page that embeds a publishable key; repeatable."),
     ] = None,
+    admin: Annotated[
+        bool,
+        typer.Option(
+            "--admin",
+            help="An admin key: also opens the /admin routes (sync, upload, jobs, insights, console) for this tenant's corpora.",
+        ),
+    ] = False,
 ) -> None:
     """Create an API key for a tenant and print its secret (shown once, stored only as a hash)."""
     from .service import InvalidKeyOrigins, InvalidName
 
+    services = _services()
     try:
-        key, secret = _services().create_key(tenant, name, publishable, origin or ())
+        key, secret = services.create_key(tenant, name, publishable, origin or (), admin=admin)
     except (InvalidName, InvalidKeyOrigins) as exc:
         fail(str(exc))
-    kind = f"publishable key {key.key_id}" if key.publishable else key.key_id
+    services.audit(None, "key.create", key.key_id, detail=f"{key.scope} key", tenant=key.tenant)
+    kind = f"{key.scope} key {key.key_id}" if key.scope != "full" else key.key_id
     origins = f" (origins {', '.join(key.origins)})" if key.publishable else ""
     err.print(f"created {kind} for tenant {key.tenant}{origins}; the key below is shown only once:")
     print(secret)
@@ -613,10 +622,12 @@ def keys_revoke(key_id: Annotated[str, typer.Argument(help="The key id (from `ci
     """Revoke an API key: requests with it get 403 from now on."""
     from .service import UnknownKey
 
+    services = _services()
     try:
-        key = _services().revoke_key(key_id)
+        key = services.revoke_key(key_id)
     except UnknownKey as exc:
         fail(str(exc))
+    services.audit(None, "key.revoke", key.key_id, tenant=key.tenant)
     console.print(f"revoked {key.key_id} (tenant {key.tenant}) at {key.revoked_at}")
 
 

@@ -14,7 +14,7 @@ from . import config, metrics
 from .auth import NAME_PATTERN, AuthError, bearer_token, new_key_id, new_secret, secret_sha256
 from .models.encoders import BiEncoder, ModelMissing, bi_encoder, corpus_dense_choice, dense_encoder
 from .index import copy_corpus, open_store
-from .index.store import FULL_SCOPE, PUBLISHABLE_SCOPE, ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store
+from .index.store import ADMIN_SCOPE, FULL_SCOPE, PUBLISHABLE_SCOPE, AdminAction, ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store
 from .ingest.admission import approve, default_report_path, remember_policy, resolve_policy
 from .ingest.crawl import CrawlError, CrawlReport, CrawlSettings, crawl, crawl_scope
 from .ingest.detect import plan_ingest
@@ -31,6 +31,7 @@ from .validate.validator import CitationValidator
 
 
 log = logging.getLogger("citedocs.retention")
+audit_log = logging.getLogger("citedocs.audit")
 
 
 class UnknownCorpus(LookupError):
@@ -371,14 +372,21 @@ class Services:
 
     # API keys ------------------------------------------------------------------------------------
     def create_key(
-        self, tenant: str, name: str | None = None, publishable: bool = False, origins: Sequence[str] = ()
+        self,
+        tenant: str,
+        name: str | None = None,
+        publishable: bool = False,
+        origins: Sequence[str] = (),
+        admin: bool = False,
     ) -> tuple[ApiKey, str]:
         """A new key for ``tenant``: its record and the secret, which is shown once and never stored.
 
         A publishable key (for the widget, in a public page) needs the origins of the pages that
-        embed it, checked like ``cors_origins``; a full key takes none.
+        embed it, checked like ``cors_origins``; a full or admin key takes none.
         """
         check_name("tenant", tenant)
+        if admin and publishable:
+            raise InvalidKeyOrigins("a key is either --admin or --publishable: an admin key must never sit in a public page")
         if publishable and not origins:
             raise InvalidKeyOrigins(
                 "a publishable key needs the origins of the pages that embed it: add --origin https://docs.example.com (repeatable)"
@@ -389,15 +397,9 @@ class Services:
             allowed = tuple(dict.fromkeys(config.parse_origins(list(origins))))
         except ValueError as exc:
             raise InvalidKeyOrigins(f"--origin: {exc}") from exc
-        secret = new_secret(publishable)
-        key = ApiKey(
-            new_key_id(),
-            tenant,
-            name or "",
-            _now().isoformat(timespec="seconds"),
-            scope=PUBLISHABLE_SCOPE if publishable else FULL_SCOPE,
-            origins=allowed,
-        )
+        scope = ADMIN_SCOPE if admin else PUBLISHABLE_SCOPE if publishable else FULL_SCOPE
+        secret = new_secret(scope)
+        key = ApiKey(new_key_id(), tenant, name or "", _now().isoformat(timespec="seconds"), scope=scope, origins=allowed)
         self.store.add_api_key(key, secret_sha256(secret))
         return key, secret
 
@@ -418,6 +420,28 @@ class Services:
         if key.revoked_at:
             raise AuthError(403, "revoked_api_key", f"API key {key.key_id} was revoked at {key.revoked_at}; ask for a new one")
         return key
+
+    def audit(
+        self, key: ApiKey | None, action: str, target: str, outcome: str = "ok", detail: str = "", tenant: str | None = None
+    ) -> AdminAction:
+        """Record an admin action in the audit log (and the JSON log): who (the admin key, or None for
+        the operator's own CLI on the server), what, on which target (of ``tenant``: the key's own
+        when a key acted), and how it ended."""
+        entry = AdminAction(
+            at=_now().isoformat(timespec="seconds"),
+            tenant=key.tenant if key else tenant or config.DEFAULT_TENANT,
+            key_id=key.key_id if key else "cli",
+            action=action,
+            target=target,
+            outcome=outcome,
+            detail=detail,
+        )
+        self.store.record_admin_action(entry)
+        audit_log.info("admin action", extra={"audit": entry.__dict__})
+        return entry
+
+    def admin_actions(self, tenant: str | None = None, limit: int = 100) -> list[AdminAction]:
+        return self.store.admin_actions(tenant, limit)
 
     def publishable_origins(self) -> frozenset[str]:
         """Every origin of a live publishable key: pages there may call the widget's routes (api/cors.py)."""

@@ -16,9 +16,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException
 
 from .. import __version__, config
-from ..auth import AuthError, RateLimited, RateLimiter, check_publishable
+from ..auth import AuthError, RateLimited, RateLimiter, check_admin, check_publishable
 from ..capacity import capacity
 from ..contract import AskRequest, AskResponse, ErrorBody, FeedbackRequest
+from ..index.store import ApiKey
 from ..models.encoders import ModelMissing
 from ..service import EmptyQuestion, Services, UnknownCorpus, UnknownTrace
 from . import cors, openai_facade
@@ -67,6 +68,20 @@ def _caller(request: Request) -> str | None:
 
 
 Tenant = Annotated[str | None, Depends(_caller)]
+
+
+def _admin_caller(request: Request) -> ApiKey:
+    """The admin key behind the request. Admin routes take one whatever the ``auth`` setting: with auth
+    off the question routes are open to the local user, but syncing, uploading and reading everyone's
+    questions never are. The key's tenant bounds what it reaches; it is rate-limited per key."""
+    key = _services(request.app).authenticate(request.headers.get("authorization"))
+    check_admin(key)
+    request.state.tenant = key.tenant
+    request.app.state.limiter.take(f"key:{key.key_id}")
+    return key
+
+
+AdminKey = Annotated[ApiKey, Depends(_admin_caller)]
 
 
 def create_app(services: Services | None = None) -> FastAPI:
@@ -147,6 +162,11 @@ def create_app(services: Services | None = None) -> FastAPI:
                 for c in services.corpora(tenant)
             ],
         }
+
+    @app.get("/admin/audit", responses=GUARDED)
+    def admin_audit(key: AdminKey, limit: int = 100) -> dict:
+        """The audit log of the admin key's tenant, newest first: who did what, on what, and how it ended."""
+        return {"actions": [a.__dict__ for a in svc().admin_actions(key.tenant, max(1, min(limit, 1000)))]}
 
     @app.post("/ask", response_model=AskResponse, responses={**BODY_ERRORS, **ERRORS, **GUARDED})
     def ask(body: AskRequest, request: Request, tenant: Tenant) -> AskResponse:

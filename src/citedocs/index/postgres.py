@@ -37,7 +37,9 @@ from ..text import search_terms
 from ..types import Chunk, ChunkId
 from .bm25 import FIELD_WEIGHTS, BM25Index, Postings
 from .store import (
+    ADMIN_ACTION_COLUMNS,
     KEY_COLUMNS,
+    AdminAction,
     ApiKey,
     ChunkVectors,
     CorpusInfo,
@@ -120,6 +122,16 @@ CREATE TABLE IF NOT EXISTS api_keys (
     revoked_at TEXT,
     scope TEXT NOT NULL DEFAULT 'full',
     origins TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS admin_actions (
+    id BIGSERIAL PRIMARY KEY,
+    at TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    key_id TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT ''
 );
 -- added after the first release, for databases created before
 ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS scope TEXT NOT NULL DEFAULT 'full';
@@ -509,3 +521,17 @@ class PostgresStore:
             )
             row = conn.execute(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE key_id = %s", (key_id,)).fetchone()
         return ApiKey.from_row(row) if row else None
+
+    # Audit log -----------------------------------------------------------------------------------
+    def record_admin_action(self, action: AdminAction) -> None:
+        self._write(
+            f"INSERT INTO admin_actions ({ADMIN_ACTION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            (action.at, action.tenant, action.key_id, action.action, action.target, action.outcome, action.detail),
+        )
+
+    def admin_actions(self, tenant: str | None = None, limit: int = 100) -> list[AdminAction]:
+        rows = self._read(
+            f"SELECT {ADMIN_ACTION_COLUMNS} FROM admin_actions WHERE %s::text IS NULL OR tenant = %s ORDER BY id DESC LIMIT %s",
+            (tenant, tenant, limit),
+        )
+        return [AdminAction(**r) for r in rows]

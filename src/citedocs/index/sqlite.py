@@ -33,7 +33,9 @@ from ..types import Chunk, ChunkId
 from .bm25 import FIELD_WEIGHTS, BM25Index
 from .fts5_postings import Fts5Tokenizer, read_postings
 from .store import (
+    ADMIN_ACTION_COLUMNS,
     KEY_COLUMNS,
+    AdminAction,
     ApiKey,
     ChunkVectors,
     CorpusInfo,
@@ -106,6 +108,16 @@ CREATE TABLE IF NOT EXISTS api_keys (
     revoked_at TEXT,
     scope TEXT NOT NULL DEFAULT 'full',
     origins TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS admin_actions (
+    id INTEGER PRIMARY KEY,
+    at TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    key_id TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT ''
 );
 """
 
@@ -505,3 +517,19 @@ class SQLiteStore:
             )
             row = self._db.execute(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE key_id = ?", (key_id,)).fetchone()
         return ApiKey.from_row(dict(row)) if row else None
+
+    # Audit log -----------------------------------------------------------------------------------
+    def record_admin_action(self, action: AdminAction) -> None:
+        with self._lock:
+            self._db.execute(
+                f"INSERT INTO admin_actions ({ADMIN_ACTION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (action.at, action.tenant, action.key_id, action.action, action.target, action.outcome, action.detail),
+            )
+
+    def admin_actions(self, tenant: str | None = None, limit: int = 100) -> list[AdminAction]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {ADMIN_ACTION_COLUMNS} FROM admin_actions WHERE ? IS NULL OR tenant = ? ORDER BY id DESC LIMIT ?",
+                (tenant, tenant, limit),
+            ).fetchall()
+        return [AdminAction(**dict(r)) for r in rows]

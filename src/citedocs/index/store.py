@@ -34,6 +34,7 @@ class CorpusInfo:
 
 FULL_SCOPE = "full"  # every route of the key's tenant
 PUBLISHABLE_SCOPE = "publishable"  # the widget's routes only, from the key's own origins (auth.py)
+ADMIN_SCOPE = "admin"  # every route of the key's tenant, the /admin routes included (auth.py)
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,10 @@ class ApiKey:
     def publishable(self) -> bool:
         return self.scope == PUBLISHABLE_SCOPE
 
+    @property
+    def admin(self) -> bool:
+        return self.scope == ADMIN_SCOPE
+
     def stored_origins(self) -> str:
         """The origins as the stores keep them: one text column, space-separated (origins hold no spaces)."""
         return " ".join(self.origins)
@@ -63,6 +68,22 @@ class ApiKey:
 
 
 KEY_COLUMNS = "key_id, tenant, name, created_at, revoked_at, scope, origins"
+
+
+@dataclass(frozen=True)
+class AdminAction:
+    """One authenticated admin action, as the audit log keeps it: who, on what, and how it ended."""
+
+    at: str
+    tenant: str
+    key_id: str
+    action: str  # e.g. "corpus.sync", "corpus.upload", "key.create"
+    target: str  # e.g. the corpus name or key id
+    outcome: str  # "ok", "rejected", or an error code
+    detail: str = ""
+
+
+ADMIN_ACTION_COLUMNS = "at, tenant, key_id, action, target, outcome, detail"
 
 
 @dataclass(frozen=True)
@@ -166,6 +187,14 @@ class Store(Protocol):
 
     def revoke_api_key(self, key_id: str, revoked_at: str) -> ApiKey | None:
         """The key as revoked (first revocation time kept), or None if there is no such key."""
+        ...
+
+    def record_admin_action(self, action: AdminAction) -> None:
+        """Append one entry to the audit log of admin actions (never updated or deleted by citedocs)."""
+        ...
+
+    def admin_actions(self, tenant: str | None = None, limit: int = 100) -> list[AdminAction]:
+        """The newest audit entries first, of one tenant or (None) of all."""
         ...
 
     def close(self) -> None: ...
