@@ -81,21 +81,22 @@ def test_bearer_scheme_is_declared_when_keys_are_required(tenant_services, monke
     assert guarded["components"]["securitySchemes"]["bearer"] == {
         "type": "http",
         "scheme": "bearer",
-        "description": "An API key from `citedocs keys create`.",
+        "description": "An API key from `citedocs keys create` (`--admin` for the /admin routes).",
     }
     assert guarded["paths"]["/ask"]["post"]["security"] == [{"bearer": []}]
     assert "security" not in guarded["paths"]["/healthz"]["get"]
     open_server = client_for(tenant_services, monkeypatch, CITEDOCS_AUTH="off").get("/openapi.json").json()
-    assert "securitySchemes" not in open_server.get("components", {})
+    assert "security" not in open_server["paths"]["/ask"]["post"]
+    assert open_server["paths"]["/admin/audit"]["get"]["security"] == [{"bearer": []}]  # admin routes: always a key
 
 
 @pytest.mark.parametrize("auth", ["off", "required"])
 def test_schemathesis_finds_nothing_against_a_real_server(tenant_services, tmp_path, auth):
-    """Property-based requests (bounded: a few hundred per run) against `citedocs serve`."""
+    """Property-based requests (bounded: a few hundred per run) against `citedocs serve`, with an
+    admin key: it opens the admin routes (which take one whatever the auth setting) and, with keys
+    required, every other route like a full key."""
     home = tenant_services.store.path.parent
-    headers = []
-    if auth == "required":
-        headers = ["-H", f"Authorization: Bearer {tenant_services.create_key('acme', 'schemathesis')[1]}"]
+    headers = ["-H", f"Authorization: Bearer {tenant_services.create_key('acme', 'schemathesis', admin=True)[1]}"]
     env = {"CITEDOCS_BACKEND": "extractive", "CITEDOCS_AUTH": auth, "CITEDOCS_CORPUS": "acme-docs"}
     # No rate limit: the run must reach the routes, not only the (declared) 429.
     with running_server(home, **env, CITEDOCS_RATE_LIMIT_PER_MINUTE="0") as (base, _):

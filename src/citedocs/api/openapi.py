@@ -87,18 +87,20 @@ ASK_STREAM_EVENT = {
         },
     ]
 }
+ADMIN_PREFIX = "/admin/"  # routes that take an admin key whatever the auth setting (app.py, _admin_caller)
 ERROR_CONTENT = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
 
 
 def complete_openapi(app: FastAPI) -> None:
     """Finish the generated document: errors are JSON whatever the route's success media type,
-    event streams describe their events, and with keys required the Bearer scheme is declared
-    and required on every route that can answer 401."""
+    event streams describe their events, and the Bearer scheme is declared and required on every
+    route that can answer 401 when keys are required, and on the admin routes always."""
     generate = app.openapi
 
     def openapi() -> dict:
         schema = generate()
-        for operations in schema["paths"].values():
+        guarded = False
+        for path, operations in schema["paths"].items():
             for operation in operations.values():
                 responses = operation.get("responses", {})
                 for status, response in responses.items():
@@ -108,11 +110,16 @@ def complete_openapi(app: FastAPI) -> None:
                 if stream is not None:
                     stream.clear()
                     stream["itemSchema"] = ASK_STREAM_EVENT
-                if app.state.auth_required and "401" in responses:
+                if "401" in responses and (app.state.auth_required or path.startswith(ADMIN_PREFIX)):
                     operation["security"] = [{BEARER: []}]
-        if app.state.auth_required:
+                    guarded = True
+        if guarded:
             schema.setdefault("components", {})["securitySchemes"] = {
-                BEARER: {"type": "http", "scheme": "bearer", "description": "An API key from `citedocs keys create`."}
+                BEARER: {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "An API key from `citedocs keys create` (`--admin` for the /admin routes).",
+                }
             }
         return schema
 
