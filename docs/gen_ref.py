@@ -21,14 +21,6 @@ from citedocs import config
 from citedocs.api.app import create_app
 from citedocs.cli import app as cli_app
 
-ENV_ONLY = {
-    "CITEDOCS_HOME": "where the SQLite index, traces, keys, admission reports and `config.toml` live (default: the user data dir, e.g. `~/.local/share/citedocs`)",
-    "CITEDOCS_CONFIG": "the config file (default: `<CITEDOCS_HOME>/config.toml`; an error if it names a missing file)",
-    "CITEDOCS_LLM_MODEL_FILE": "where `make install-llm` puts the local model and `--backend local` loads it (sha256-checked)",
-    "CITEDOCS_ASTRO_DOCS": "where `citedocs demo` finds the Astro docs (default: `../shared/corpora/astro-docs/docs`)",
-}
-
-
 def _cell(text: object) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
@@ -164,7 +156,7 @@ def config_page() -> str:
         default = "" if spec.default in (None, ()) else f"`{spec.default}`".replace(str(Path.home()), "~")
         lines.append(f"| `{name}` | `{spec.env}` | {default} | {_cell(spec.help)} |")
     lines += ["", "Read from the environment only:", "", "| variable | meaning |", "|---|---|"]
-    lines += [f"| `{env}` | {meaning} |" for env, meaning in ENV_ONLY.items()]
+    lines += [f"| `{env}` | {_cell(meaning)} |" for env, meaning in config.ENV_ONLY.items()]
     return "\n".join(lines) + "\n"
 
 
