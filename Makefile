@@ -35,10 +35,10 @@ test:  ## the whole suite, including real-browser UI tests and the release gate 
 	$(VENV)/bin/python -m pytest
 
 docs:  ## the docs site (MkDocs + Material, the `docs` extra that `install` includes) into site/; a broken link fails it
-	$(VENV)/bin/mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(VENV)/bin/mkdocs build --strict --site-dir site
 
 docs-serve:  ## the docs site with live reload at http://127.0.0.1:8001/
-	$(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8001
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8001
 
 eval:  ## every dev corpus (gates/corpus-*.toml) ingested (format detected), both evals run, its floors enforced
 	nice -n 10 $(VENV)/bin/python scripts/eval_all.py --out eval-out
