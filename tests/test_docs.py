@@ -159,6 +159,28 @@ def test_every_citedocs_command_line_in_the_docs_is_a_real_command_with_real_opt
     assert checked >= 30, f"only {checked} citedocs command lines found in the docs"
 
 
+def test_every_script_the_docs_run_exists_and_takes_the_options_shown():
+    checked = 0
+    for block, tokens in shell_commands():
+        _, tokens = program(tokens)
+        if len(tokens) < 2 or tokens[0] != "python" or not tokens[1].endswith(".py"):
+            continue
+        script = ROOT / tokens[1]
+        assert script.is_file(), f"{block}: `{' '.join(tokens)}`: {tokens[1]} does not exist"
+        source = script.read_text(encoding="utf-8")
+        args = tokens[2:]
+        if args[:1] == ["--run"] and '["--run"]' in source:  # section_fusion.py --run VARIANT <citedocs command>
+            command, rest = resolve(args[2:])
+            options = {o for p in command.params for o in p.opts}
+            assert all(a in options for a in rest if a.startswith("--")), f"{block}: {' '.join(args[2:])}"
+            args = []
+        for arg in args:
+            if arg.startswith("--"):
+                assert f'"{arg.split("=")[0]}"' in source, f"{block}: {tokens[1]} takes no option {arg}"
+        checked += 1
+    assert checked >= 20, f"only {checked} script command lines found in the docs"
+
+
 def test_every_make_target_the_docs_name_exists():
     targets = set(re.findall(r"^([a-z][a-z0-9-]*):", (ROOT / "Makefile").read_text(), re.M))
     named = {(str(b), t[1]) for b, tokens in shell_commands() for t in [program(tokens)[1]] if len(t) > 1 and t[0] == "make"}
@@ -175,10 +197,13 @@ def test_every_citedocs_variable_the_docs_name_is_a_setting_or_a_documented_env_
 
 
 def test_every_http_call_in_the_docs_is_a_route_of_the_server():
-    routes = {}
-    for route in create_app().routes:
-        for method in getattr(route, "methods", None) or {"GET"}:
-            routes.setdefault(re.sub(r"\{[^}]+\}", "[^/]+", route.path), set()).add(method)
+    app = create_app()
+    served = {path: {m.upper() for m in ops} for path, ops in app.openapi()["paths"].items()}  # /v1/* included
+    for route in app.routes:  # routes outside the schema: /metrics, /widget.js, /mcp, /static/...
+        if hasattr(route, "path"):
+            methods = getattr(route, "methods", None) or {"GET", "POST", "DELETE"}
+            served.setdefault(route.path + ("/.+" if hasattr(route, "routes") else ""), set()).update(methods)
+    routes = {re.sub(r"\{[^}]+\}", "[^/]+", path): methods for path, methods in served.items()}
     calls = 0
     for block, tokens in shell_commands():
         _, tokens = program(tokens)
