@@ -1,6 +1,6 @@
 """Would a stronger bi-encoder retrieve better? The dense stage with another sentence-transformers model.
 
-Every retrieval miss left on the dev sets is a ranking miss (README, "Why the misses miss"), many of
+Every retrieval miss left on the dev sets is a ranking miss (docs/benchmarks/retrieval.md, "Why the misses miss"), many of
 them paraphrases that neither BM25 nor all-MiniLM-L6-v2 bring into the top 8. The only other
 English bi-encoder that ships its weights in a package is all-mpnet-base-v2 (``../shared/MODELS.md``:
 five split-zip parts, 438 MB), so this measures it where it would go: in place of MiniLM's sentence
