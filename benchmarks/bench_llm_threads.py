@@ -36,10 +36,8 @@ BUSY = "while True: pass"  # one core kept busy by another process
 
 
 def prompt_text() -> str:
-    """A fixed ~1,000-token passage: the README's local-model section, the same bytes every run."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("## Local LLM")
-    return text[start : start + 4000]
+    """A fixed ~1,000-token passage (the old README's local-model section, frozen), the same bytes every run."""
+    return (ROOT / "benchmarks" / "data" / "llm-threads-prompt.md").read_text(encoding="utf-8")
 
 
 def measure(server: ManagedServer, text: str) -> dict:

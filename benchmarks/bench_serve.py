@@ -7,8 +7,8 @@ one real `citedocs serve` on it (extractive backend, per-IP rate limit off: ever
 them), then for each level of concurrency (1, 4, 16, 64 closed-loop httpx clients) asks dev-set
 questions on ``/ask`` for a fixed time. Each client starts at its own place in the question list
 and walks through it, so concurrent requests ask different questions; the server keeps no answer
-cache, and the only caches a repeated question can hit are those of the pipeline itself (the
-README's "Server under load" says which). After a 503 a client waits its Retry-After, as a
+cache, and the only caches a repeated question can hit are those of the pipeline itself (docs/benchmarks/latency.md,
+"Server under load", says which). After a 503 a client waits its Retry-After, as a
 well-behaved client does. Prints one Markdown table: requests/s (answered), p50/p95/p99 of the
 answered requests, and every status seen, per level, with the load average and server RSS.
 

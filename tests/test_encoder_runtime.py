@@ -53,7 +53,7 @@ def test_onnx_int8_stays_within_tolerance_of_the_float_model(reference):
     pairs = load_bi_encoder("onnx-int8").encode_with_tokens(TEXTS, LATE_INTERACTION_TOKENS)
     assert [p[1].shape for p in pairs] == [r[1].shape for r in reference]
     sentence, tokens = cosines(reference, pairs)
-    # measured on 200 Astro chunks: sentence cosine min 0.984, median 0.993 (README, "Ingest speed")
+    # measured on 200 Astro chunks: sentence cosine min 0.984, median 0.993 (docs/benchmarks/ingest.md)
     assert sentence.min() > 0.97 and np.median(sentence) > 0.985, sentence
     assert tokens.min() > 0.8, tokens
 

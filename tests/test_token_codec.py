@@ -1,6 +1,6 @@
 """The reranker's stored token vectors: int8 by default, or (``token_format = "pool3-q2"``) pooled by 3
 at 2 bits a dimension, <= 8 KB a chunk, ranking like the full-precision vectors they came from
-(README "Index size")."""
+(docs/benchmarks/index-size.md)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_int8_tokens_keep_every_row_and_read_back_as_written():
 
 
 def test_int8_is_the_default_and_the_setting_offers_exactly_the_codec_formats():
-    """The packed format lowers the refusal confidence (README "Index size"), so it is opt-in."""
+    """The packed format lowers the refusal confidence (docs/benchmarks/index-size.md), so it is opt-in."""
     assert config.setting("token_format") == INT8
     for name in TOKEN_FORMATS:
         assert config.SETTINGS["token_format"].parse(name) == name

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from . import config, threads
 
-# Extractive /ask answers per second per core, measured by benchmarks/load_shed.py (see README
-# "Overload"): the per-caller default rate is derived from it.
+# Extractive /ask answers per second per core, measured by benchmarks/load_shed.py (see
+# docs/benchmarks/latency.md, "Overload"): the per-caller default rate is derived from it.
 ASKS_PER_CORE_PER_S = 1.6
 # The largest share of the server's capacity one API key (or client IP) gets by default.
 FAIR_SHARE = 0.25

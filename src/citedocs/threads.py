@@ -19,7 +19,7 @@ core of the machine:
 * **llama.cpp** (the ``local`` backend) has two counts, one for evaluating a prompt (big batches of
   matrix products, where a second core nearly doubles the rate) and one for writing tokens (one
   token at a time, each step many small operations whose threads wait on each other). Measured on
-  2 cores (``benchmarks/bench_llm_threads.py``, README "Threads on 2 cores"): with the machine
+  2 cores (``benchmarks/bench_llm_threads.py``, docs/benchmarks/local-llm.md): with the machine
   quiet, 2 threads evaluate a prompt at 68 tokens/s against 35 with 1, and write 12.5 tokens/s
   against 6.9; with one core kept busy by another process, 2 writing threads fall to 0.4 tokens/s
   (each step waits for the descheduled thread; llama.cpp's ``poll`` 0 does not help) while 2 prompt
@@ -35,7 +35,7 @@ request threads it runs; a second torch thread only splits each small forward pa
 a handful of sentences) at the price of a hand-off. So ``citedocs serve`` runs one worker process
 per usable core, each with **one** torch thread: the cores serve different requests at once. Each
 worker holds its own model, index matrices and caches (a 2-worker server on the Astro index: 0.8-1.2 GB
-RSS idle, parent included; README "Server under load"). The ``local`` backend keeps one worker: that worker starts the llama.cpp model
+RSS idle, parent included; docs/benchmarks/latency.md). The ``local`` backend keeps one worker: that worker starts the llama.cpp model
 server, and two would load the 1.1 GB model twice and fight over the same cores.
 ``CITEDOCS_WORKERS`` overrides. The serve command tells its workers how many siblings they have
 (``SERVE_WORKERS_ENV``), and ``plan()`` divides the cores among them (unless

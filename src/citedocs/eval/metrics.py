@@ -1,4 +1,4 @@
-"""Answer-level metrics, computed from graded rows (see README, "Metrics", for the formulas)."""
+"""Answer-level metrics, computed from graded rows (docs/benchmarks/evaluation.md has the formulas)."""
 
 from __future__ import annotations
 

@@ -5,12 +5,12 @@ the global, calibrated ``min_grade`` (``thresholds.toml``) are dropped before th
 built, so the model reads fewer, more relevant chunks; when none is left the question is refused
 with ``no_relevant_passage``. Every grade is recorded in the trace. Kept chunks stay in the
 retriever's order: ordering them by grade was measured and loses more asked details than it finds
-(README, "Answer style"). ``required``: grading is the only LLM step of the answer (the ``quote``
+(docs/decisions/2026-11-27-answer-style.md). ``required``: grading is the only LLM step of the answer (the ``quote``
 answer style), so a grading fault ends the answer; otherwise it keeps every chunk and generation
 decides. ``enough``: grading stops once that many chunks are kept, for an answer that reads no more
 (the quote style quotes the first ``ExtractiveGenerator.chunks_considered`` kept chunks, so grading the
 rest would change nothing it says; on the dev sets' recorded grades this sends 37-44% fewer prompt
-tokens, README "Answer style").
+tokens, docs/decisions/2026-11-27-answer-style.md).
 """
 
 from __future__ import annotations

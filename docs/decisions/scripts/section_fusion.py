@@ -1,5 +1,4 @@
-"""Would another fusion beat chunk-level RRF (k = 60)? Section-level variants (README, "Why the misses
-miss"), other RRF constants and score fusion.
+"""Would another fusion beat chunk-level RRF (k = 60)? Section-level variants (docs/decisions/2026-11-25-section-fusion.md), other RRF constants and score fusion.
 
 Chunk-level RRF splits a section's votes when BM25 and dense put *different* chunks of one section
 first (each chunk gets one strong vote, a chunk both rank 2nd-4th gets two). Each variant below
@@ -18,19 +17,18 @@ chunk, so the result stays a list of chunks:
   scores are the section's + 1 for the first chunks, an ordering, not a similarity);
 * ``places-harmonic``: a section's chunks, best first, get its score divided by 1, 2, 3, ...
 
-Two chunk-level alternatives to RRF_K = 60 are measured the same way (README, "RRF's constant and
-score fusion"): ``rrf-kN``, plain RRF with the constant N, and ``cc-A`` / ``cc-A-rW``, a convex
+Two chunk-level alternatives to RRF_K = 60 are measured the same way (docs/decisions/2026-11-26-rrf-constant.md): ``rrf-kN``, plain RRF with the constant N, and ``cc-A`` / ``cc-A-rW``, a convex
 combination of the first stages' scores (and the reranker's, with weight W) instead of their ranks.
 
 In the final fusion the chunks scored are the reranked candidates (the rankings hold more).
 One process, the models loaded once; rankings and rows as ``citedocs eval-retrieval`` makes them:
 
-    CITEDOCS_HOME=DIR python benchmarks/section_fusion.py \\
+    CITEDOCS_HOME=DIR python docs/decisions/scripts/section_fusion.py \\
         ../shared/evals/astro-dev.jsonl:astro evals/astro-extra.jsonl:astro ... [--variants a,b] [--json-out F]
 
 Any citedocs command with a variant in place of RRF (the extractive answers, a gate):
 
-    CITEDOCS_HOME=DIR python benchmarks/section_fusion.py --run places-harmonic \\
+    CITEDOCS_HOME=DIR python docs/decisions/scripts/section_fusion.py --run places-harmonic \\
         eval ../shared/evals/mkdocs-material-dev.jsonl --corpus mkdocs-material --backend extractive --out DIR
 """
 

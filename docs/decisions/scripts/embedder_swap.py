@@ -1,6 +1,6 @@
 """Would a stronger bi-encoder retrieve better? The dense stage with another sentence-transformers model.
 
-Every retrieval miss left on the dev sets is a ranking miss (README, "Why the misses miss"), many of
+Every retrieval miss left on the dev sets is a ranking miss (docs/benchmarks/retrieval.md, "Why the misses miss"), many of
 them paraphrases that neither BM25 nor all-MiniLM-L6-v2 bring into the top 8. The only other
 English bi-encoder that ships its weights in a package is all-mpnet-base-v2 (``../shared/MODELS.md``:
 five split-zip parts, 438 MB), so this measures it where it would go: in place of MiniLM's sentence
@@ -9,7 +9,7 @@ MiniLM's MaxSim rerank as the third vote). Chunks are embedded from the same ``e
 the index embeds, once per corpus version, and cached as ``.npz`` under ``--cache`` (default:
 ``CITEDOCS_HOME/embedder-swap``).
 
-    CITEDOCS_HOME=DIR python benchmarks/embedder_swap.py --model PATH/all-mpnet-base-v2 \\
+    CITEDOCS_HOME=DIR python docs/decisions/scripts/embedder_swap.py --model PATH/all-mpnet-base-v2 \\
         ../shared/evals/flask-dev.jsonl:flask ../shared/evals/mkdocs-material-dev.jsonl:mkdocs-material ...
 
 ``--model`` is a sentence-transformers folder (for mpnet: the five parts' ``input/*.zip.00N``

@@ -1,4 +1,4 @@
-"""Would retrieving with parts of the question beat retrieving with the whole of it? (README, "Why the misses miss".)
+"""Would retrieving with parts of the question beat retrieving with the whole of it? (docs/decisions/2026-11-25-query-variants.md.)
 
 Multi-hop and multi-part questions ("how do I start my async main(), and inside it give up on a
 slow call after 5 seconds?") need two sections in the top 8, and long questions carry a story
@@ -17,7 +17,7 @@ hybrid+rerank figures):
 A question that asks one thing, or whose whole text asks, gets the shipped ranking in every variant.
 Follow-ups are retrieved as ``eval-retrieval`` does (the previous question prepended) and are not split.
 
-    CITEDOCS_HOME=DIR python benchmarks/query_variants.py \\
+    CITEDOCS_HOME=DIR python docs/decisions/scripts/query_variants.py \\
         ../shared/evals/astro-dev.jsonl:astro evals/astro-extra.jsonl:astro ... [--json-out F]
 """
 
