@@ -141,7 +141,7 @@ class Services:
     def generator(self) -> Generator:
         from .generate.select import make_generator
 
-        return make_generator(self.backend, self.encoder, self.thresholds)
+        return make_generator(self.backend, self.encoder, self.thresholds.extractive_min_sentence_score)
 
     @cached_property
     def pipeline(self) -> AskPipeline:
