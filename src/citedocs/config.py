@@ -195,6 +195,15 @@ SETTINGS: dict[str, Setting] = {
 }
 
 
+# Variables read from the environment only (not settings: the config file cannot set them).
+ENV_ONLY: dict[str, str] = {
+    "CITEDOCS_HOME": "where the SQLite index, traces, keys, admission reports and config.toml live (default: the user data dir)",
+    "CITEDOCS_CONFIG": "the config file (default: <CITEDOCS_HOME>/config.toml; an error if it names a missing file)",
+    "CITEDOCS_LLM_MODEL_FILE": "where `make install-llm` puts the local model and `--backend local` loads it (sha256-checked)",
+    "CITEDOCS_ASTRO_DOCS": "where `citedocs demo` finds the Astro docs (default: ../shared/corpora/astro-docs/docs)",
+}
+
+
 def _file_values() -> tuple[Path, dict]:
     path = config_path()
     if not path.is_file():

@@ -1,7 +1,7 @@
 """The stored form of a chunk's late-interaction token vectors: int8 rows, or pooled by 3 at 2 bits a dimension.
 
 Token vectors were the reranker's biggest cost on disk: up to 126 int8 rows of 384 dims (~48 KB a
-chunk, most of the index). Measured offline on every dev set (``benchmarks/token_compression.py``,
+chunk, most of the index). Measured offline on every dev set (``docs/decisions/scripts/token_compression.py``,
 README "Index size"), pooling a chunk's tokens by 3 and keeping 2 bits per dimension leaves rerank
 R@1 and MRR within 0.01 of int8 at <= 4,032 bytes a chunk. The same bytes go into every store backend.
 It is not the default: the packed rows lower the best MaxSim score (the refusal confidence) by

@@ -6,7 +6,7 @@ question better than a small terse one: the same off-topic questions reach a med
 threshold, fitted on one corpus, therefore refuses answerable questions on a small corpus and
 answers unanswerable ones on a large one. The refusal threshold is applied to a question's margin
 above its corpus's floor instead (``Thresholds.min_retrieval_margin``); measured in
-``benchmarks/refusal_features.py``.
+``docs/decisions/scripts/refusal_features.py``.
 
 The floor is measured, never fitted: the median best MaxSim of ``NULL_PROBES``, everyday questions
 no software documentation answers, retrieved exactly as a user's question is. It is computed once

@@ -17,7 +17,7 @@ hybrid+rerank figures):
 A question that asks one thing, or whose whole text asks, gets the shipped ranking in every variant.
 Follow-ups are retrieved as ``eval-retrieval`` does (the previous question prepended) and are not split.
 
-    CITEDOCS_HOME=DIR python benchmarks/query_variants.py \\
+    CITEDOCS_HOME=DIR python docs/decisions/scripts/query_variants.py \\
         ../shared/evals/astro-dev.jsonl:astro evals/astro-extra.jsonl:astro ... [--json-out F]
 """
 

@@ -25,12 +25,12 @@ combination of the first stages' scores (and the reranker's, with weight W) inst
 In the final fusion the chunks scored are the reranked candidates (the rankings hold more).
 One process, the models loaded once; rankings and rows as ``citedocs eval-retrieval`` makes them:
 
-    CITEDOCS_HOME=DIR python benchmarks/section_fusion.py \\
+    CITEDOCS_HOME=DIR python docs/decisions/scripts/section_fusion.py \\
         ../shared/evals/astro-dev.jsonl:astro evals/astro-extra.jsonl:astro ... [--variants a,b] [--json-out F]
 
 Any citedocs command with a variant in place of RRF (the extractive answers, a gate):
 
-    CITEDOCS_HOME=DIR python benchmarks/section_fusion.py --run places-harmonic \\
+    CITEDOCS_HOME=DIR python docs/decisions/scripts/section_fusion.py --run places-harmonic \\
         eval ../shared/evals/mkdocs-material-dev.jsonl --corpus mkdocs-material --backend extractive --out DIR
 """
 

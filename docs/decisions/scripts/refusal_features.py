@@ -8,7 +8,7 @@ dev set out at a time: the single MaxSim threshold and L2-regularised logistic r
 feature subsets, each fitted and thresholded (refusal F1) on the other sets only. Cases the later
 stages refuse anyway (question gate, validator) stay refused in every variant.
 
-    CITEDOCS_HOME=DIR python benchmarks/refusal_features.py \
+    CITEDOCS_HOME=DIR python docs/decisions/scripts/refusal_features.py \
         ../shared/evals/astro-dev.jsonl:astro evals/astro-extra.jsonl:astro ../shared/evals/flask-dev.jsonl:flask ...
 """
 

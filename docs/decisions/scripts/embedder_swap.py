@@ -9,7 +9,7 @@ MiniLM's MaxSim rerank as the third vote). Chunks are embedded from the same ``e
 the index embeds, once per corpus version, and cached as ``.npz`` under ``--cache`` (default:
 ``CITEDOCS_HOME/embedder-swap``).
 
-    CITEDOCS_HOME=DIR python benchmarks/embedder_swap.py --model PATH/all-mpnet-base-v2 \\
+    CITEDOCS_HOME=DIR python docs/decisions/scripts/embedder_swap.py --model PATH/all-mpnet-base-v2 \\
         ../shared/evals/flask-dev.jsonl:flask ../shared/evals/mkdocs-material-dev.jsonl:mkdocs-material ...
 
 ``--model`` is a sentence-transformers folder (for mpnet: the five parts' ``input/*.zip.00N``

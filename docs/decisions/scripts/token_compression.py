@@ -10,7 +10,7 @@ how far each candidate moves the MaxSim confidence that the refusal threshold is
 (mean absolute change, and on how many cases, refusals included, it crosses the refusal threshold:
 the corpus's floor plus ``min_retrieval_margin``).
 
-    CITEDOCS_HOME=COPY_OF_AN_INDEX python benchmarks/token_compression.py [--only 'NAME;NAME'] [--cases FILE ...]
+    CITEDOCS_HOME=COPY_OF_AN_INDEX python docs/decisions/scripts/token_compression.py [--only 'NAME;NAME'] [--cases FILE ...]
 
 Candidates (``CANDIDATES``): head truncation, token pooling (Clavie et al. 2024: Ward clustering
 of a chunk's tokens, each cluster mean-pooled), 4/2/1-bit scalar quantization, random projection
