@@ -40,7 +40,7 @@ def main() -> int:
     except OSError as exc:
         print(f"error: cannot serve the docs site on port {args.site_port} ({exc.strerror}); pass --site-port with a free port", file=sys.stderr)
         return 2
-    env = {**os.environ, "CITEDOCS_WIDGET_SERVER": f"http://127.0.0.1:{args.port}"}
+    env = {**os.environ, "CITEDOCS_WIDGET_SERVER": f"http://127.0.0.1:{args.port}", "NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"}
     print(f"$ mkdocs build --strict --site-dir {args.site_dir}", flush=True)
     if subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(args.site_dir)], cwd=REPO, env=env).returncode:
         print("error: the docs site did not build; `make docs` shows why", file=sys.stderr)

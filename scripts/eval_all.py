@@ -43,7 +43,7 @@ def dev_corpora() -> list[DevCorpus]:
     for gate in sorted((REPO / "gates").glob("corpus-*.toml")):
         spec = tomllib.loads(gate.read_text(encoding="utf-8"))["corpus"]
         name = gate.stem.removeprefix("corpus-")
-        build = shlex.split(spec["build"]) if spec.get("build") else None
+        build = [sys.executable if arg == "python" else arg for arg in shlex.split(spec.get("build", ""))] or None
         out.append(DevCorpus(name, REPO / spec["docs"], REPO / spec["cases"], spec.get("base_url"), gate, build))
     return out
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+import sys
 import tomllib
 from dataclasses import asdict
 from pathlib import Path
@@ -61,7 +62,8 @@ def test_small_corpus_ingested_from_its_folder_holds_its_floors(name: str, dev_c
     gate, spec = corpus_gate(name)
     services = Services.open(dev_corpora_home, backend="extractive")
     if spec.get("build"):  # a built site (citedocs's own docs): built now, as `make eval` builds it
-        subprocess.run(shlex.split(spec["build"]), cwd=ROOT, check=True, timeout=600)
+        command = [sys.executable if arg == "python" else arg for arg in shlex.split(spec["build"])]
+        subprocess.run(command, cwd=ROOT, check=True, timeout=600)
     try:
         services.ingest(ROOT / spec["docs"], name, spec.get("base_url"))  # a page it cannot read is reported, as for a user
         cases_path = ROOT / spec["cases"]
