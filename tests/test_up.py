@@ -48,14 +48,14 @@ def env_for(home: Path) -> dict[str, str]:
 
 
 @contextmanager
-def citedocs_up(source: Path, home: Path, timeout_s: float = 300) -> Iterator[tuple[str, Path]]:
-    """`citedocs up SOURCE` running until the chat URL line appears; yields that URL and the file
-    holding its stdout, and stops the process after."""
+def citedocs_up(source: Path, home: Path, *args: str, timeout_s: float = 300, **env: str) -> Iterator[tuple[str, Path]]:
+    """`citedocs up SOURCE [ARGS]` running until the chat URL line appears; yields that URL and the
+    file holding its stdout, and stops the process after."""
     out = home.parent / f"up-{time.monotonic_ns()}.out"
     with open(out, "w") as stdout, open(out.with_suffix(".err"), "w") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-m", "citedocs.cli", "up", str(source), "--port", str(free_port())],
-            env=env_for(home), stdout=stdout, stderr=stderr, cwd=source.parent,
+            [sys.executable, "-m", "citedocs.cli", "up", str(source), "--port", str(free_port()), *args],
+            env={**env_for(home), **env}, stdout=stdout, stderr=stderr, cwd=source.parent,
         )
     try:
         deadline = time.time() + timeout_s
@@ -84,12 +84,20 @@ def test_up_goes_from_a_docs_folder_to_a_cited_answer_and_a_second_run_reuses_th
     assert any(c["url"].startswith(f"{SITE_URL}publishing-your-site/") for c in answer["citations"])
     assert chat_page.status_code == 200 and "citedocs" in chat_page.text
 
-    with citedocs_up(project, home) as (base, out):
+    # --open hands the chat URL to the user's browser (webbrowser honours $BROWSER: here a script that records it)
+    opened, browser = tmp_path / "opened.txt", tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\necho "$1" >> {opened}\n')
+    browser.chmod(0o755)
+    with citedocs_up(project, home, "--open", BROWSER=str(browser)) as (base, out):
         again = httpx.post(f"{base}/ask", json={"question": "How do I publish my site to GitHub Pages?"}, timeout=120).json()
         second = out.read_text()
+        deadline = time.time() + 30  # the browser is started right after the URL line
+        while not opened.exists() and time.time() < deadline:
+            time.sleep(0.2)
     assert "nothing to re-embed: corpus my-project was indexed already" in second
     assert re.search(r"chunks: 0 added, 0 changed, 0 removed, \d+ unchanged", second)
     assert again["answer"] == answer["answer"]
+    assert opened.read_text().split() == [f"{base}/"]
 
 
 def run_up(*args: str, home: Path, cwd: Path) -> subprocess.CompletedProcess:
