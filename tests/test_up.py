@@ -128,6 +128,8 @@ def test_a_missing_folder_or_an_unknown_format_is_a_clear_error(project: Path, t
     (tmp_path / "notes" / "todo.txt").write_text("not docs")
     no_docs = run_up(str(tmp_path / "notes"), "--port", str(free_port()), home=home, cwd=tmp_path)
     assert no_docs.returncode == 2 and "no Markdown/MDX files" in no_docs.stderr and "--format" in no_docs.stderr
+    site_flags = run_up("https://docs.example.com/", "--format", "mkdocs", "--port", str(free_port()), home=home, cwd=tmp_path)
+    assert site_flags.returncode == 2 and "--base-url and --format are for a folder" in site_flags.stderr
 
 
 @pytest.mark.parametrize(

@@ -533,6 +533,8 @@ def up(
 
     from .service import corpus_name_for
 
+    if is_url(source) and (base_url or docs_format):
+        fail("--base-url and --format are for a folder; a crawled site is read as HTML under its own URL. Drop them.")
     name = corpus or corpus_name_for(source)
     _check_port(host, port)  # before the ingest, which may take minutes
     if is_url(source):
