@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -49,12 +50,14 @@ def main() -> int:
     origins = ",".join(filter(None, [os.environ.get("CITEDOCS_CORS_ORIGINS"), site_url.rstrip("/")]))
     print(f"docs site with the widget: {site_url} (once the chat URL below is printed)", flush=True)
     up = [sys.executable, "-m", "citedocs.cli", "up", str(args.site_dir), "--corpus", CORPUS, "--format", "html"]
+    server = subprocess.Popen(
+        [*up, "--base-url", site_url, "--port", str(args.port)], env={**os.environ, "CITEDOCS_CORS_ORIGINS": origins}
+    )
+    signal.signal(signal.SIGTERM, lambda *_: server.terminate())  # stopping the demo stops its server too
     try:
-        return subprocess.run(
-            [*up, "--base-url", site_url, "--port", str(args.port)], env={**os.environ, "CITEDOCS_CORS_ORIGINS": origins}
-        ).returncode
-    except KeyboardInterrupt:
-        return 0
+        return server.wait()
+    except KeyboardInterrupt:  # Ctrl+C reaches the server as well, which shuts down by itself
+        return server.wait()
     finally:
         site.shutdown()
 

@@ -63,6 +63,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     finally:
         process.terminate()
         process.wait(timeout=30)
+    with pytest.raises(httpx.ConnectError):  # stopping the demo stopped its citedocs server too
+        httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
 
 
 @pytest.fixture(scope="module")
