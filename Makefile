@@ -31,6 +31,10 @@ install-mpnet:  ## after `install`: the optional dense model all-mpnet-base-v2 (
 demo:  ## index the bundled Astro docs (incremental) and answer a question, no server/key/GPU
 	$(VENV)/bin/citedocs demo
 
+.PHONY: demo-self
+demo-self:  ## citedocs on its own docs: build the site with the widget, ingest it as corpus `citedocs`, serve both (site :8001, API :8000)
+	$(VENV)/bin/python scripts/demo_self.py
+
 test:  ## the whole suite, including real-browser UI tests and the release gate on the dev set
 	$(VENV)/bin/python -m pytest
 

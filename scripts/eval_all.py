@@ -2,7 +2,8 @@
 
 The corpora are the ``gates/corpus-<name>.toml`` files: each names its docs folder and dev set
 (``[corpus]``, paths relative to the repo root), a base URL for folders whose generator config
-names none, and its measured floors. Each folder is ingested with ``citedocs ingest`` (format
+names none, the command that builds the folder first when it is a built site (citedocs's own docs),
+and its measured floors. Each folder is ingested with ``citedocs ingest`` (format
 detected), then ``citedocs eval-retrieval`` (hybrid+rerank, gated by ``[retrieval.min]``) and
 ``citedocs eval`` (extractive backend, gated by ``[min]``/``[max]``; Astro's are CI's
 ``gates/ci-extractive.toml``) run on it. A corpus whose reader this build lacks, or whose folder is
@@ -12,6 +13,7 @@ missing, is skipped with the reason. Exit status 1 if any step failed or any flo
 from __future__ import annotations
 
 import argparse
+import shlex
 import subprocess
 import sys
 import tomllib
@@ -33,6 +35,7 @@ class DevCorpus:
     cases: Path
     base_url: str | None  # for folders whose generator config does not name one
     gate: Path
+    build: list[str] | None = None  # run from the repo root first: it writes the docs folder (a built site)
 
 
 def dev_corpora() -> list[DevCorpus]:
@@ -40,7 +43,8 @@ def dev_corpora() -> list[DevCorpus]:
     for gate in sorted((REPO / "gates").glob("corpus-*.toml")):
         spec = tomllib.loads(gate.read_text(encoding="utf-8"))["corpus"]
         name = gate.stem.removeprefix("corpus-")
-        out.append(DevCorpus(name, REPO / spec["docs"], REPO / spec["cases"], spec.get("base_url"), gate))
+        build = [sys.executable if arg == "python" else arg for arg in shlex.split(spec.get("build", ""))] or None
+        out.append(DevCorpus(name, REPO / spec["docs"], REPO / spec["cases"], spec.get("base_url"), gate, build))
     return out
 
 
@@ -58,6 +62,11 @@ def main() -> int:
     for corpus in dev_corpora():
         if args.only and corpus.name not in args.only:
             continue
+        if corpus.build:
+            print("$ " + shlex.join(corpus.build), flush=True)
+            if subprocess.run(corpus.build, cwd=REPO).returncode:
+                failed.append(f"{corpus.name}: build")
+                continue
         if not corpus.docs.is_dir() or not corpus.cases.is_file():
             print(f"skip {corpus.name}: {corpus.docs} or {corpus.cases} not found", flush=True)
             continue

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from citedocs.cli import app as cli
 from citedocs.ingest.chunker import chunk_document
 from citedocs.service import Services
-from citedocs.validate.markers import CHUNK_ID
+from citedocs.markers import CHUNK_ID
 
 from conftest import ASTRO_BASE_URL, write_docs
 

@@ -21,7 +21,7 @@ from citedocs.ingest.document import ParsedPage
 from citedocs.ingest.readers import SourceFile, reader_named
 from citedocs.ingest.readers.html import HTML
 from citedocs.types import Chunk
-from citedocs.validate.markers import CHUNK_ID
+from citedocs.markers import CHUNK_ID
 from pydocs import DEV_CASES, PUBLIC_BASE_URL, python_docs_html
 
 # Text that only the theme's chrome carries (checked absent from the docs' own sources).

@@ -8,9 +8,10 @@ from citedocs.contract import RefusalReason
 from citedocs.models.encoders import bi_encoder
 from citedocs.sentences import Unit, settled_units, split_units
 from citedocs.types import Chunk, ChunkId
-from citedocs.validate.markers import parse_markers
+from citedocs.markers import parse_markers
 from citedocs.validate.question import code_parts, contains_sequence, unsupported_question_terms
-from citedocs.validate.support import SupportChecker, content_terms
+from citedocs.text import content_terms
+from citedocs.validate.support import SupportChecker
 from citedocs.validate.thresholds import load_thresholds
 from citedocs.validate.validator import CitationValidator
 

@@ -113,8 +113,9 @@ def _run_ingest(
     max_file_size: int | None = None,
     crawl_settings: CrawlSettings | None = None,
     page_urls: str | None = None,
-) -> None:
-    """Ingest a folder, or with ``crawl_settings`` crawl the site at ``source`` and ingest its mirror."""
+):
+    """Ingest a folder, or with ``crawl_settings`` crawl the site at ``source`` and ingest its mirror;
+    print what happened and return the ingest report."""
     from .index.store import CorpusOwnedByOtherTenant
     from .ingest.crawl import CrawlError
     from .ingest.pipeline import IngestError
@@ -164,6 +165,7 @@ def _run_ingest(
             f"[yellow]withheld[/] {flag.path}: {flag.reason}: {flag.sentence!r} (approve: sha256 {flag.sha256})",
             highlight=False,
         )
+    return result
 
 
 @app.command()
@@ -412,6 +414,48 @@ def serve(
     backend: BackendOpt = None,
 ) -> None:
     """Start the HTTP API and web chat (uvicorn). Everything it logs is one JSON object per line."""
+    _serve(host, port, backend)
+
+
+def _check_port(host: str, port: int) -> None:
+    """Fail at once, saying what to do, when the address cannot be listened on (a port in use), not
+    after a long ingest or model load."""
+    import errno
+    import socket
+
+    try:
+        socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET).close()
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            fail(f"port {port} on {host} is already in use (another citedocs?); stop what runs there, or pass --port with a free port")
+        fail(f"cannot listen on {host}:{port}: {exc}; pass --host with an address of this machine")
+
+
+def _when_ready(host: str, port: int, on_ready: Callable[[str], None]) -> None:
+    """Call ``on_ready(base_url)`` from a background thread once the server answers /readyz."""
+    import threading
+    import time
+    import urllib.request
+
+    local = "127.0.0.1" if host in ("0.0.0.0", "") else "[::1]" if host == "::" else f"[{host}]" if ":" in host else host
+    base = f"http://{local}:{port}"
+
+    def wait() -> None:
+        while True:
+            try:  # urllib, not httpx: its request log would land in the server's log
+                with urllib.request.urlopen(f"{base}/readyz", timeout=5):  # raises unless 2xx
+                    on_ready(base)
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+
+    threading.Thread(target=wait, name="citedocs-ready", daemon=True).start()
+
+
+def _serve(host: str, port: int, backend: str | None, on_ready: Callable[[str], None] | None = None) -> None:
+    """What `citedocs serve` does (and `citedocs up` after its ingest); ``on_ready(base_url)`` runs
+    once the server answers."""
     import logging
     import os
     import threading
@@ -431,6 +475,7 @@ def serve(
         workers = threads.serve_workers(kind)
     except (BackendConfigError, config.ConfigError) as exc:
         fail(str(exc))
+    _check_port(host, port)
     services = Services.open(backend=kind)
     if workers == 1:
         application = create_app(services)
@@ -446,6 +491,8 @@ def serve(
         f"citedocs on http://{host}:{port} (API docs: /docs; {auth}; {workers} worker(s), backend {kind})",
         extra={"pruned_traces": pruned},
     )
+    if on_ready is not None:
+        _when_ready(host, port, on_ready)
     if workers > 1:  # each worker process loads its own models (api.app.worker_app); see threads.py for why
         os.environ[threads.SERVE_WORKERS_ENV] = str(workers)
         os.environ["CITEDOCS_BACKEND"] = kind
@@ -457,6 +504,53 @@ def serve(
         uvicorn.run(application, host=host, port=port, log_config=None, access_log=False)
     finally:
         services.close()  # stops a managed model server
+
+
+@app.command()
+def up(
+    source: Annotated[
+        str,
+        typer.Argument(help="Docs project or docs folder (any format `ingest` reads), or an http(s) URL of a published docs site to crawl."),
+    ],
+    corpus: Annotated[
+        Optional[str], typer.Option("--corpus", "-c", help="Corpus name (default: the folder's name, or its project's for a docs/ folder; a site's host).")
+    ] = None,
+    base_url: Annotated[
+        Optional[str], typer.Option(help="Public URL the docs are served under (default: from the site's config, else remembered).")
+    ] = None,
+    docs_format: Annotated[
+        Optional[str], typer.Option("--format", help="Docs format: mdx, mkdocs, vitepress, rst, html (default: detected).")
+    ] = None,
+    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535)] = 8000,
+    backend: BackendOpt = None,
+    open_browser: Annotated[bool, typer.Option("--open", help="Also open the chat in the web browser.")] = False,
+) -> None:
+    """From docs to a chat in one command: detect the format, ingest (a second run re-embeds only what
+    changed), start the server as `serve` does, and print the chat URL."""
+    import os
+    import webbrowser
+
+    from .service import corpus_name_for
+
+    if is_url(source) and (base_url or docs_format):
+        fail("--base-url and --format are for a folder; a crawled site is read as HTML under its own URL. Drop them.")
+    name = corpus or corpus_name_for(source)
+    _check_port(host, port)  # before the ingest, which may take minutes
+    if is_url(source):
+        result = _run_ingest(source, name, None, crawl_settings=CrawlSettings())
+    else:
+        result = _run_ingest(Path(source), name, base_url, docs_format=docs_format)
+    if not (result.added or result.changed):
+        console.print(f"nothing to re-embed: corpus {name} was indexed already")
+    os.environ[config.SETTINGS["corpus"].env] = name  # the chat (and every request without a corpus) asks these docs
+
+    def ready(base: str) -> None:
+        console.print(f"chat: {base}/ (corpus {name}; HTTP API: {base}/docs; Ctrl+C stops)", highlight=False, soft_wrap=True)
+        if open_browser:
+            webbrowser.open(f"{base}/")
+
+    _serve(host, port, backend, ready)
 
 
 @llm_app.command("install")

@@ -201,6 +201,8 @@ ENV_ONLY: dict[str, str] = {
     "CITEDOCS_CONFIG": "the config file (default: <CITEDOCS_HOME>/config.toml; an error if it names a missing file)",
     "CITEDOCS_LLM_MODEL_FILE": "where `make install-llm` puts the local model and `--backend local` loads it (sha256-checked)",
     "CITEDOCS_ASTRO_DOCS": "where `citedocs demo` finds the Astro docs (default: ../shared/corpora/astro-docs/docs)",
+    "CITEDOCS_WIDGET_SERVER": "read by `mkdocs build` of citedocs's own docs: the server whose widget every page loads "
+    "(default http://127.0.0.1:8000, where `make demo-self` runs it; empty: no widget)",
 }
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import cached_property
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from . import config, metrics
 from .auth import NAME_PATTERN, AuthError, bearer_token, new_key_id, new_secret, secret_sha256
@@ -16,7 +18,7 @@ from .models.encoders import BiEncoder, ModelMissing, bi_encoder, corpus_dense_c
 from .index import copy_corpus, open_store
 from .index.store import ADMIN_SCOPE, FULL_SCOPE, PUBLISHABLE_SCOPE, AdminAction, ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store
 from .ingest.admission import approve, default_report_path, remember_policy, resolve_policy
-from .ingest.crawl import CrawlError, CrawlReport, CrawlSettings, crawl, crawl_scope
+from .ingest.crawl import CrawlError, CrawlReport, CrawlSettings, crawl, crawl_scope, is_url
 from .ingest.detect import plan_ingest
 from .ingest.pipeline import IngestError, IngestReport, ProgressFn, find_documents, ingest_corpus
 from .ingest.readers import available_readers, for_site
@@ -70,6 +72,25 @@ def check_name(kind: str, value: str) -> str:
     return value
 
 
+# folder names that say "docs live here", not whose docs: `citedocs up my-app/docs` names the corpus my-app
+_GENERIC_FOLDERS = frozenset({"doc", "docs", "documentation", "content", "contents", "src", "source", "site", "pages", "website", "en"})
+
+
+def corpus_name_for(source: str) -> str:
+    """The corpus name `citedocs up` uses when none is given: a URL's host
+    (``https://docs.example.com/guide/`` -> ``docs-example-com``), else the folder's name, or the
+    project's name when the folder has a generic name (``my-app/docs`` -> ``my-app``)."""
+    if is_url(source):
+        name = (urlsplit(source).hostname or "").removeprefix("www.")
+    else:
+        folder = Path(source).expanduser().resolve()
+        while folder.name.lower() in _GENERIC_FOLDERS and folder.parent != folder:
+            folder = folder.parent
+        name = folder.name
+    name = re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-_")[:64]
+    return name or "docs"
+
+
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -121,7 +142,7 @@ class Services:
     def generator(self) -> Generator:
         from .generate.select import make_generator
 
-        return make_generator(self.backend, self.encoder, self.thresholds)
+        return make_generator(self.backend, self.encoder, self.thresholds.extractive_min_sentence_score)
 
     @cached_property
     def pipeline(self) -> AskPipeline:

@@ -4,11 +4,15 @@ Docs questions are full of code identifiers (``import.meta.env``, ``astro:assets
 ``minimumFailingSeverity``). Each identifier is indexed three ways so that any spelling a user
 types still matches: its parts (``import``, ``meta``, ``env``), a compound term joining the
 parts (``import_meta_env``), and camelCase pieces (``minimum failing severity``).
+
+The same tokenizer gives the content terms (stopwords dropped, lightly stemmed) that the extractive
+backend, the question gate and the support check compare.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _RAW = re.compile(r"-{0,2}[\w$@][\w$@.:/\-]*")
 _PART = re.compile(r"[A-Za-z0-9]+")
@@ -47,3 +51,21 @@ def query_terms(text: str) -> list[str]:
 def fts_match_expression(terms: list[str], match_all: bool = False) -> str:
     """An FTS5 MATCH expression over quoted terms (quoting keeps FTS5 syntax out of user input)."""
     return (" AND " if match_all else " OR ").join(f'"{t}"' for t in terms)
+
+
+def normalize_term(term: str) -> str:
+    """A light stemmer, so 'loads' matches 'load' and 'loading' matches 'load'."""
+    if len(term) > 6 and term.endswith("ing"):
+        return term[:-3]
+    if len(term) > 5 and term.endswith("ed"):
+        return term[:-2]
+    if len(term) > 4 and term.endswith("s") and not term.endswith("ss"):
+        return term[:-1]
+    return term
+
+
+@lru_cache(maxsize=16_384)
+def content_terms(text: str) -> frozenset[str]:
+    """Remembered by text: the same chunk and sentence texts are tokenised by the extractive backend,
+    the question gate and every support check of a request, and again whenever they are retrieved."""
+    return frozenset(normalize_term(t) for t in search_terms(text) if t not in STOPWORDS and len(t) > 1)

@@ -25,7 +25,7 @@ import numpy as np
 from citedocs.contract import AskRequest, HistoryTurn
 from citedocs.eval.cases import load_cases
 from citedocs.service import Services
-from citedocs.validate.support import content_terms
+from citedocs.text import content_terms
 
 # maxsim_over_null: the best MaxSim above the corpus's floor (retrieve/null_level.py), what ships
 FEATURES = ("maxsim", "dense", "term_share", "term_share_top", "maxsim_margin", "maxsim_over_null")

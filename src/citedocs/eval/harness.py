@@ -12,7 +12,7 @@ from pathlib import Path
 from ..contract import AskRequest, HistoryTurn
 from ..service import Services
 from ..types import Chunk
-from ..validate.markers import without_citations
+from ..markers import without_citations
 from .cases import EvalCase
 from .llm_judge import LlmJudge
 from .metrics import answer_sentences, lexical_entailment, summarize_by_bucket, summarize_rows

@@ -8,8 +8,9 @@ from collections import defaultdict
 from ..sentences import split_units
 from ..text import search_terms
 from ..types import Chunk
-from ..validate.markers import parse_markers
-from ..validate.support import content_terms, specific_terms
+from ..markers import parse_markers
+from ..text import content_terms
+from ..validate.support import specific_terms
 
 
 def answer_sentences(answer: str) -> list[tuple[str, list[str]]]:

@@ -17,9 +17,9 @@ from ..contract import HistoryTurn
 from ..models.embedding_cache import EmbeddingCache, question_vector
 from ..models.encoders import BiEncoder
 from ..sentences import asked_clauses, split_units
+from ..markers import with_markers
+from ..text import content_terms
 from ..types import Chunk
-from ..validate.markers import with_markers
-from ..validate.support import content_terms
 from .base import Generation
 from .prompt import NO_ANSWER
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from .. import config
 from ..models.encoders import BiEncoder
-from ..validate.thresholds import Thresholds
 from .base import Generator
 from .extractive import ExtractiveGenerator
 from .openai_compat import EndpointConfig, OpenAICompatibleGenerator
@@ -32,11 +31,12 @@ def resolve_backend(kind: str | None) -> str:
     return kind
 
 
-def make_generator(kind: str | None, encoder: BiEncoder, thresholds: Thresholds) -> Generator:
+def make_generator(kind: str | None, encoder: BiEncoder, min_sentence_score: float) -> Generator:
     """The generator of ``resolve_backend(kind)``; an LLM backend in the ``quote`` answer style
-    (setting ``llm_answer``) answers with quotes of the chunks its LLM graded best."""
+    (setting ``llm_answer``) answers with quotes of the chunks its LLM graded best. ``min_sentence_score``: the
+    extractive backend's floor (``thresholds.toml``, extractive_min_sentence_score)."""
     kind = resolve_backend(kind)
-    extractive = ExtractiveGenerator(encoder, thresholds.extractive_min_sentence_score)
+    extractive = ExtractiveGenerator(encoder, min_sentence_score)
     if kind == "extractive":
         return extractive
     style = resolve_answer_style(config.setting("llm_answer"), kind)  # a bad setting fails before the model loads

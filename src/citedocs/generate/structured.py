@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..sentences import split_units
-from ..validate.markers import with_markers
+from ..markers import with_markers
 from .prompt import NO_ANSWER
 
 FLAVOURS = ("llamacpp", "openai", "ollama", "off")

@@ -1,4 +1,10 @@
-"""Index storage: the ``Store`` interface and its two backends (embedded SQLite, PostgreSQL + pgvector)."""
+"""Index storage: the ``Store`` interface (``store``) and its two backends, embedded SQLite
+(``sqlite``) and PostgreSQL + pgvector (``postgres``), with the BM25 scorer they share (``bm25``,
+``fts5_postings``) and the stored form of the reranker's token vectors (``token_codec``).
+
+Layer: under every pipeline stage, beside ``models``. May import only the shared modules
+(``config``, ``text``, ``types``); never a model, a stage, the service or an adapter.
+"""
 
 from __future__ import annotations
 

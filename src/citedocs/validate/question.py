@@ -31,7 +31,8 @@ from babel import Locale
 from ..sentences import asked_sentences, question_sentences
 from ..text import STOPWORDS
 from ..types import Chunk
-from .support import content_terms, specific_terms
+from ..text import content_terms
+from .support import specific_terms
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9']*")
 _QUOTED = re.compile(r"`([^`]+)`|\"([^\"]{1,60})\"")

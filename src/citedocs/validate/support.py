@@ -16,38 +16,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 
 from ..models.embedding_cache import EmbeddingCache
 from ..models.encoders import BiEncoder
 from ..sentences import split_units
-from ..text import STOPWORDS, search_terms
+from ..text import content_terms, search_terms
 from ..types import Chunk
 from .thresholds import Thresholds
 
 _CODE_SPAN = re.compile(r"`([^`]+)`")
 _CODE_TOKEN = re.compile(r"(?:(?<![\w-])--?[A-Za-z][\w-]*|[\w$@]+(?:[.:/=][\w$@*]+)+|\b[a-z]+[A-Z]\w*|\d+(?:\.\d+)*)")
 _NEGATIONS = frozenset("not no never cannot can't don't doesn't isn't aren't won't without neither nor".split())
-
-
-def normalize_term(term: str) -> str:
-    """A light stemmer, so 'loads' matches 'load' and 'loading' matches 'load'."""
-    if len(term) > 6 and term.endswith("ing"):
-        return term[:-3]
-    if len(term) > 5 and term.endswith("ed"):
-        return term[:-2]
-    if len(term) > 4 and term.endswith("s") and not term.endswith("ss"):
-        return term[:-1]
-    return term
-
-
-@lru_cache(maxsize=16_384)
-def content_terms(text: str) -> frozenset[str]:
-    """Remembered by text: the same chunk and sentence texts are tokenised by the extractive backend,
-    the question gate and every support check of a request, and again whenever they are retrieved."""
-    return frozenset(normalize_term(t) for t in search_terms(text) if t not in STOPWORDS and len(t) > 1)
 
 
 def specific_terms(text: str) -> set[str]:

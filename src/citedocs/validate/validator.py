@@ -18,7 +18,7 @@ from ..contract import RefusalReason
 from ..generate.prompt import NO_ANSWER
 from ..sentences import Unit, split_units
 from ..types import Chunk
-from .markers import parse_markers, with_markers
+from ..markers import parse_markers, with_markers
 from .support import SupportChecker, content_terms
 
 

@@ -3,6 +3,9 @@
 Near-miss formats (``[1]``, ``[[id]]``, ``(id)``, ``[source: id]``, an id without its ``/n``) are
 not citations: they are removed from the text and recorded, so a half-formatted marker can neither
 reach the user nor count as support.
+
+The marker syntax is part of the answer contract: generators write markers (``with_markers``), the
+validator and the evaluation read them (``parse_markers``, ``without_citations``).
 """
 
 from __future__ import annotations
