@@ -173,7 +173,7 @@ def ingest_corpus(
     if not base_url.startswith(("http://", "https://")):
         raise IngestError(f"--base-url must be an http(s) URL, got {base_url!r}")
     files, outside = _walk(source_dir, reader)
-    screen = Screen.for_corpus(base_url, policy.allowed_hosts, policy.approved_sentences)
+    screen = Screen.for_corpus(base_url, policy.allowed_hosts, policy.approved_sentences, policy.security_advice_pages)
     token_format = config.setting("token_format")
     dense_model = config.setting("dense_model")
     try:
