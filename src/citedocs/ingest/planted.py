@@ -56,12 +56,17 @@ def _fold_table() -> dict[int, str]:
 
 
 def perceived(text: str) -> str:
-    """``text`` as a reader perceives it, for the checks (never stored)."""
+    """``text`` as a reader perceives it, for the checks (never stored): format characters and accents
+    dropped, look-alike letters folded (before and after NFKC), compatibility forms folded by NFKC
+    (fullwidth, mathematical letters, ligatures), case folded."""
     if text.isascii():
         return text.casefold()
-    text = unicodedata.normalize("NFKC", text)
+    fold = _fold_table()
+    # look-alikes folded before NFKC too, which would turn some into other letters (lunate sigma "ϲ" -> "σ")
     text = "".join(ch for ch in unicodedata.normalize("NFD", text) if unicodedata.category(ch) not in ("Cf", "Mn"))
-    return unicodedata.normalize("NFC", text.translate(_fold_table())).casefold()
+    text = unicodedata.normalize("NFKC", text.translate(fold))
+    text = "".join(ch for ch in unicodedata.normalize("NFD", text) if unicodedata.category(ch) not in ("Cf", "Mn"))
+    return unicodedata.normalize("NFC", text.translate(fold)).casefold()
 
 
 def _word_letter(ch: str) -> bool:
@@ -148,7 +153,7 @@ _FETCH_AND_RUN = re.compile(
     # bash <(curl URL), sh -c "$(curl URL)", python3 -c "$(curl URL)", source <(curl URL), eval "$(curl URL)"
     rf"|(?:\b{_SHELL}|\beval|\bsource|(?:^|\s)\.)\s+(?:-\S+\s+)*[\"']?(?:<\(|\$\()\s*{_FETCH}"
     # iex (iwr URL), Invoke-Expression (irm URL), iex ((New-Object Net.WebClient).DownloadString(URL)), [scriptblock]::Create((irm URL))
-    rf"|\b(?:iex|invoke-expression|\[scriptblock\]::create)\s*[(\"'$&\s]*(?:\(\s*)*(?:new-object\s+(?:-\S+\s+)?(?:system\.)?)?{_FETCH}"
+    rf"|(?:\biex|\binvoke-expression|\[scriptblock\]::create)\s*[(\"'$&\s]*(?:\(\s*)*(?:new-object\s+(?:-\S+\s+)?(?:system\.)?)?{_FETCH}"
     # python -c "exec(urlopen(URL).read())", exec(requests.get(URL).text), and the other order
     rf"|\b(?:exec|eval)\s*\([^\n]{{0,200}}?(?:urlopen|urlretrieve|urllib\.request|requests\.get|httpx\.get)\b"
     rf"|\b(?:urlopen|urllib\.request|requests\.get|httpx\.get)\b[^\n]{{0,200}}?\b(?:exec|eval)\s*\(",
@@ -198,12 +203,16 @@ _WEAKENS_SECURITY = re.compile(
     r"|\bsystemctl\s+(?:stop|disable)\s+firewalld\b|\bnetsh\s+advfirewall\s+set\s+\w+\s+state\s+off\b"
     r"|\bset-executionpolicy\s+(?:-executionpolicy\s+)?(?:unrestricted|bypass)\b",
 )
-_NEGATED = re.compile(r"\b(?:never|not|no|don't|dont|do not|avoid|without|instead of|rather than|nobody|no one|won't|shouldn't|mustn't|cannot|can't)\b")
+_NEGATED = re.compile(
+    r"\b(?:never|not|don't|dont|do not|avoid|without|instead of|rather than|nobody|no one|no need to|won't|shouldn't|mustn't)\b"
+)
 
 
 def _negated(text: str, start: int) -> bool:
-    """A "never"/"do not" shortly before the match: a warning against the thing, not an instruction."""
-    return bool(_NEGATED.search(text[max(0, start - 40) : start]))
+    """A "never"/"do not" shortly before the match, in the same clause: a warning against the thing,
+    not an instruction ("If Gizmo cannot write its cache, run chmod 777" is not negated)."""
+    clause = re.split(r"[,;:.!?]", text[max(0, start - 40) : start])[-1]
+    return bool(_NEGATED.search(clause))
 
 
 def _url(token: str) -> SplitResult:
@@ -330,6 +339,10 @@ class Screen:
             return None
         if format_characters_inside_words(sentence):
             return "format_characters_inside_words"
+        return self._rule(sentence, path)
+
+    def _rule(self, sentence: str, path: str) -> str | None:
+        """The first rule the perceived sentence breaks, or None."""
         seen = _CONTINUATION.sub(" ", perceived(sentence))  # a command continued over lines is one line
         for name, pattern in _RULES:
             if pattern.search(seen):
@@ -351,15 +364,27 @@ class Screen:
         lines is one unit), and the download lines of a code block that a later line runs."""
         found: dict[str, str] = {}
         for prose, code in _unit_runs(text):
-            reasons = [self.reason(unit, path) for unit in prose]
-            for n, unit in enumerate(prose):
-                if reasons[n]:
-                    found.setdefault(unit, reasons[n])
-                elif n + 1 < len(prose) and not reasons[n + 1] and not self.approved & {sentence_sha256(unit), sentence_sha256(prose[n + 1])}:
-                    joined = self.reason(f"{unit} {prose[n + 1]}", path)
-                    if joined:
-                        found.setdefault(unit, joined)
-                        found.setdefault(prose[n + 1], joined)
+            for unit in prose:
+                why = self.reason(unit, path)
+                if why:
+                    found.setdefault(unit, why)
+            # an instruction split over two lines: one sentence when the first line does not end one
+            # (both are withheld if either is flagged), else flagged when the two read together break a
+            # rule that neither breaks alone
+            alone = [self._rule(unit, path) for unit in prose]
+            for n in range(len(prose) - 1):
+                pair = prose[n : n + 2]
+                if self.approved & {sentence_sha256(u) for u in pair}:
+                    continue
+                if _continues(*pair):
+                    why = found.get(pair[0]) or found.get(pair[1]) or self._rule(" ".join(pair), path)
+                elif not (alone[n] or alone[n + 1]):
+                    why = self._rule(" ".join(pair), path)
+                else:
+                    why = None
+                if why:
+                    for unit in pair:
+                        found.setdefault(unit, why)
             for unit in code:
                 why = self.reason(unit, path)
                 if why:
@@ -398,6 +423,15 @@ class Screen:
                     blocks.append(Block(text.strip(), block.splittable_after) if flagged else block)
             sections.append(replace(section, blocks=blocks))
         return replace(page, sections=sections), withheld
+
+
+_SENTENCE_END = re.compile(r"[.!?:;][\"')\]*_`]*$")
+_ITEM_START = re.compile(r"^(?:[-*+]|\d+[.)]|\|)\s")
+
+
+def _continues(line: str, next_line: str) -> bool:
+    """Whether ``next_line`` carries on the sentence ``line`` leaves open (a line break inside it)."""
+    return not _SENTENCE_END.search(line.rstrip()) and not _ITEM_START.match(next_line)
 
 
 def sentence_sha256(sentence: str) -> str:
