@@ -31,7 +31,8 @@ ANSWERABLE = "How much free disk space does the Gizmo installer need?"  # the ho
 
 
 @pytest.fixture
-def services(tmp_home: Path):
+def services(tmp_home: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("CITEDOCS_RATE_LIMIT_PER_MINUTE", "0")  # one client asks many questions on purpose
     services = Services.open(tmp_home / "citedocs.sqlite3", backend="extractive")
     yield services
     services.store.close()
