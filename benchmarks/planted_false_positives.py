@@ -53,10 +53,8 @@ def screen_folder(docs: Path, screen: Screen) -> tuple[int, list]:
             page = reader.read(source)
         except DocumentError:
             continue
-        for section in page.sections:
-            for block in section.blocks:
-                sentences += sentence_count(block.text)
-                flagged += screen.flags(source.rel_path, block.text)
+        sentences += sum(sentence_count(block.text) for section in page.sections for block in section.blocks)
+        flagged += screen.withhold(page)[1]
     return sentences, flagged
 
 
