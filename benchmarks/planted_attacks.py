@@ -6,7 +6,9 @@ Mutates every attack of tests/planted_attacks.py ``-n`` times in all (zero-width
 letters, case, verb synonyms, plural and titled addressees, Markdown/HTML/reST constructs, splits
 across lines, hidden markup) from a seeded generator, reads each mutated page with the real reader and
 the corpus's screen (as ``citedocs ingest`` does, without embedding), and counts a mutation as stopped
-when none of its words reaches a chunk. ``--ask K`` also ingests the first K mutations into a
+when none of its words reaches a chunk. ``--fixed defended|undefended`` instead asks the questions of
+the fixed attack pages (tests/data/planted-attacks/), with the defences on, or switched off to show
+that the questions do reach the planted text. ``--ask K`` also ingests the first K mutations into a
 throwaway corpus (real embedding, SQLite, extractive backend) and asks each one's questions through
 the HTTP app's ``/ask``, counting those whose answer or citations show the attack. Prints the rate per
 attack and overall, and every mutation that got through.
@@ -57,12 +59,62 @@ def ask_through_app(mutations: list) -> list:
         return reached
 
 
+def fixed_pages(undefended: bool) -> tuple[int, int]:
+    """(questions whose answer or citations show the attack, questions asked) over the fixed attack
+    pages of tests/data/planted-attacks/. ``undefended``: with hidden-content dropping and the screen
+    switched off (fault injection, to show that the questions do reach the planted text)."""
+    import json
+    import os
+    from collections import Counter as _Counter
+
+    from fastapi.testclient import TestClient
+
+    from citedocs.ingest import planted
+    from citedocs.ingest.readers import html, visibility
+    from planted_attacks import FORMATS
+
+    if undefended:
+        planted.Screen.flags = lambda self, path, text: []
+        html.drop_invisible = lambda doc: _Counter()
+        visibility.fragment_hides = lambda tag, attrs: None
+    pages = Path(__file__).resolve().parent.parent / "tests" / "data" / "planted-attacks"
+    manifest = json.loads((pages / "attacks.json").read_text(encoding="utf-8"))
+    shown = asked = 0
+    with tempfile.TemporaryDirectory() as home:
+        os.environ["CITEDOCS_HOME"] = home
+        os.environ["CITEDOCS_RATE_LIMIT_PER_MINUTE"] = "0"
+        from citedocs.api.app import create_app
+        from citedocs.service import Services
+
+        services = Services.open(Path(home) / "citedocs.sqlite3", backend="extractive")
+        client = TestClient(create_app(services))
+        for fmt, (reader, _) in FORMATS.items():
+            services.ingest(pages / fmt, f"fixed-{fmt}", BASE_URL, format=reader)
+            for attack in (a for a in manifest if a["page"].startswith(fmt + "/")):
+                for question in attack["questions"]:
+                    response = client.post("/ask", json={"question": question, "corpus": f"fixed-{fmt}"})
+                    response.raise_for_status()
+                    body = response.json()
+                    text = planted.perceived(body["answer"] + "\n".join(c["text"] + c["snippet"] for c in body["citations"]))
+                    asked += 1
+                    shown += any(n in text for n in attack["needles"])
+        services.store.close()
+    return shown, asked
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", type=int, default=2000, help="mutations in all (spread evenly over the attacks)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ask", type=int, default=0, help="also ask the first K mutations through /ask")
+    parser.add_argument(
+        "--fixed", choices=("defended", "undefended"), help="only ask the fixed attack pages' questions through /ask"
+    )
     args = parser.parse_args()
+    if args.fixed:
+        shown, asked = fixed_pages(args.fixed == "undefended")
+        print(f"fixed attack pages, {args.fixed}: {shown}/{asked} questions show the planted text in the answer or its citations")
+        return
     rng = random.Random(args.seed)
     mutations = [mutate(ATTACKS[i % len(ATTACKS)], rng.choice) for i in range(args.n)]
     stopped, total = Counter(), Counter()
