@@ -74,9 +74,11 @@ def test_important_and_inline_styles_follow_the_cascade():
         """<html><head><style>p.a { display: none !important } p.b { display: none }</style></head><body><main>
         <p class="a" style="display: block">HIDDEN: an !important rule beats the style attribute.</p>
         <p class="b" style="display: block">Shown: the style attribute beats a rule.</p>
+        <div hidden><p style="display:none">HIDDEN twice over, counted once.</p></div>
         </main></body></html>""",
     )
     assert text_of(page) == "Shown: the style attribute beats a rule."
+    assert dict(page.hidden) == {"display:none": 1, "hidden attribute": 1}
 
 
 @pytest.mark.parametrize("reader", ["mdx", "mkdocs", "vitepress"])

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
@@ -133,7 +134,7 @@ def _zero_font(props: dict[str, Value], inherited: bool) -> bool:
     return inherited and unit in (*_RELATIVE_FONT, "%")
 
 
-def attribute_hides(tag: str, attrs: dict[str, str]) -> str | None:
+def attribute_hides(tag: str, attrs: Mapping[str, str]) -> str | None:
     """Why an element hides its whole content by what it is or its own attributes, or None."""
     if tag in HIDDEN_TAGS:
         return HIDDEN_TAGS[tag]
@@ -315,9 +316,8 @@ def computed_styles(doc: etree._Element) -> dict[etree._Element, dict[str, Value
                 continue  # a state (:hover, :focus) or a selector XPath cannot express: not static
             for el in matches:
                 apply(el, found, (False, selector.specificity(), order))
-    for el in doc.iter():
-        if _is_element(el) and el.get("style"):
-            apply(el, declarations(el.get("style")), (True, (0, 0, 0), 0))
+    for el in doc.xpath("//*[@style]"):
+        apply(el, declarations(el.get("style")), (True, (0, 0, 0), 0))
     return {el: {name: value for name, (_, value) in own.items()} for el, own in ranked.items()}
 
 
@@ -337,17 +337,18 @@ def drop_invisible(doc: etree._Element) -> Counter:
     dropped: Counter = Counter()
     doomed: list[etree._Element] = []
 
-    def text_of(el: etree._Element) -> str:
-        return "".join(el.itertext()).strip()
-
-    def walk(el: etree._Element, invisible: bool, zero_font: bool) -> None:
-        props = styles.get(el, {})
-        why = attribute_hides(el.tag, dict(el.attrib)) or box_hides(props)
+    def hides(el: etree._Element) -> str | None:
+        why = attribute_hides(el.tag, el.attrib) or box_hides(styles.get(el, {}))
         if why and not (why in ("hidden attribute", "display:none") and _in_tab_widget(el)):
-            if text_of(el):
+            if "".join(el.itertext()).strip():
                 dropped[why] += 1
             doomed.append(el)
+        return why
+
+    def walk(el: etree._Element, invisible: bool, zero_font: bool) -> None:
+        if hides(el):
             return
+        props = styles.get(el, {})
         invisible, zero_font = _visibility(props, invisible), _zero_font(props, zero_font)
         if invisible or zero_font:
             lost = [el.text or "", *(c.tail or "" for c in el)]
@@ -360,7 +361,13 @@ def drop_invisible(doc: etree._Element) -> Counter:
             if _is_element(child):
                 walk(child, invisible, zero_font)
 
-    walk(doc, False, False)
+    if any("visibility" in props or "font-size" in props for props in styles.values()):
+        walk(doc, False, False)  # inherited properties: every element's state depends on its ancestors'
+    else:  # only elements that are hidden by themselves: look at those alone (most pages have none)
+        order = {el: n for n, el in enumerate(doc.iter())}
+        for el in sorted({*doc.xpath("//*[@hidden] | //template | //noscript"), *styles}, key=order.__getitem__):
+            if not any(a in doomed for a in el.iterancestors()):  # not gone with a hidden ancestor
+                hides(el)
     for el in doomed:
         if el.getparent() is not None:
             el.drop_tree()  # its tail is the parent's text, which stays
