@@ -34,7 +34,7 @@ from confusable_homoglyphs.confusables import confusables_data
 from ..sentences import split_units
 from .document import Block, ParsedPage
 
-RULES_VERSION = "2"  # part of the screen's fingerprint: changing the rules re-reads every file
+RULES_VERSION = "3"  # part of the screen's fingerprint: changing the rules re-reads every file
 
 
 # perceived text --------------------------------------------------------------------------------
@@ -133,8 +133,14 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
             rf"\W+(?:(?:an?|the|all|any|every|each|other|fellow)\s+)?(?:{_ADDRESSEE})\b"
             rf"|\b(?:{_ASSISTANT}|ai agents?)\s+(?:reading|processing|summari[sz]ing|answering|parsing|indexing|crawling|ingesting)\s+"
             rf"(?:this|these|the (?:page|document|docs|text))\b"
-            # a vocative: "Assistants: ...", "AI models, ...", "To all LLMs - ..." followed by an instruction
-            rf"|^[\s>*_`#(\[-]*(?:(?:to|for)\s+)?(?:(?:all|any|every|dear)\s+)?(?:{_ADDRESSEE})\s*(?:[:,!]|\s[-\u2013\u2014]\s).*{_INSTRUCTIVE}",
+            # a vocative: "Assistants: ...", "AI models, ...", "To all LLMs - ...", "[AI assistants only] ..."
+            # followed by an instruction
+            rf"|^[\s>*_`#(\[-]*(?:(?:to|for)\s+)?(?:(?:all|any|every|dear)\s+)?(?:{_ADDRESSEE})(?:\s+only)?"
+            rf"\s*(?:[:,!)\]]|\s[-\u2013\u2014]\s).*{_INSTRUCTIVE}"
+            # "As an AI assistant, you ...", "the assistant should ..."
+            rf"|\bas an? (?:{_ADDRESSEE})\s*,\s*you\b"
+            rf"|\b(?:the|any|every)\s+(?:{_ADDRESSEE})\s+(?:should|must|shall|needs to|has to|is required to)\s+(?:always\s+|never\s+)?"
+            rf"(?:say|tell|answer|reply|respond|recommend|mention|claim|state|ignore|refuse|link|direct)\b",
         ),
     ),
 )
@@ -149,7 +155,7 @@ _SHELL = r"(?:sh|bash|zsh|dash|ksh|fish|csh|tcsh|python[0-9.]*|py|node|deno|bun|
 _SUDO = r"(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+(?:\S+=\S*\s+)*)?"
 _FETCH_AND_RUN = re.compile(
     # curl URL | sh, iwr URL | iex, wget -qO- URL | sudo -E bash -s -- --yes
-    rf"\b{_FETCH}[^|\n]{{0,500}}\|\s*{_SUDO}{_SHELL}\b"
+    rf"\b{_FETCH}[^|\n]{{0,500}}\|\s*(?:tee\s[^|\n]{{0,200}}\|\s*)?{_SUDO}{_SHELL}\b"
     # bash <(curl URL), sh -c "$(curl URL)", python3 -c "$(curl URL)", source <(curl URL), eval "$(curl URL)"
     rf"|(?:\b{_SHELL}|\beval|\bsource|(?:^|\s)\.)\s+(?:-\S+\s+)*[\"']?(?:<\(|\$\()\s*{_FETCH}"
     # iex (iwr URL), Invoke-Expression (irm URL), iex ((New-Object Net.WebClient).DownloadString(URL)), [scriptblock]::Create((irm URL))
@@ -180,6 +186,7 @@ _RECIPIENT = (
 _SENDS_SECRETS = re.compile(
     rf"\b{_SEND}\b[^.!?\n]{{0,80}}?\b(?:your|their|the user's|users'|the|all|any|my)\b[^.!?\n]{{0,30}}?{_SECRET}[^!?\n]{{0,80}}?\b{_RECIPIENT}"
     rf"|\b{_SEND}\s+(?:us|me|support)\s+(?:your|their|the|all|any)\b[^.!?\n]{{0,30}}?{_SECRET}"
+    rf"|\b(?:reply|respond|answer)\s+with\s+(?:your|their|the user's)\b[^.!?\n]{{0,30}}?{_SECRET}"
     rf"|\b(?:ask|prompt)\s+(?:the\s+|all\s+|any\s+)?(?:users?|readers?|visitors?|customers?)\s+(?:for|to\s+{_SEND}|to\s+enter)\s+"
     rf"(?:their|your|the)\b[^.!?\n]{{0,30}}?{_SECRET}",
 )
