@@ -169,6 +169,23 @@ Another visible paragraph.
     assert text_of(page) == "Visible paragraph.\nAnother visible paragraph."
 
 
+def test_myst_pages_drop_what_their_raw_html_hides(tmp_path: Path):
+    from citedocs.ingest.detect import plan_ingest
+
+    docs = write_docs(
+        tmp_path / "sphinx",
+        {
+            "conf.py": 'extensions = ["myst_parser"]\n',
+            "index.md": "# Gizmo\n\nInstall Gizmo. <span style=\"display:none\">HIDDEN span.</span> Then run it.\n\n"
+            "<div hidden>\n\nHIDDEN paragraph.\n\n</div>\n\nVisible end.\n",
+        },
+    )
+    plan = plan_ingest(docs, None, None, None, BASE, None)
+    page = plan.reader().read(next(s for s in plan.sources() if s.rel_path == "index.md"))
+    assert text_of(page) == "Install Gizmo.  Then run it.\nVisible end."
+    assert dict(page.hidden) == {"display:none": 1, "hidden attribute": 1}
+
+
 def test_a_page_whose_text_is_all_hidden_is_ingested_empty_and_reported(tmp_home: Path, tmp_path: Path):
     services = Services.open(tmp_home / "citedocs.sqlite3", backend="extractive")
     try:

@@ -34,7 +34,7 @@ from confusable_homoglyphs.confusables import confusables_data
 from ..sentences import split_units
 from .document import Block, ParsedPage
 
-RULES_VERSION = "3"  # part of the screen's fingerprint: changing the rules re-reads every file
+RULES_VERSION = "3"  # part of the screen's fingerprint: changing the rules (or what the readers drop as hidden) re-reads every file
 
 
 # perceived text --------------------------------------------------------------------------------
