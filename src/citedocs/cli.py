@@ -160,6 +160,8 @@ def _run_ingest(
         f"admission policy {result.policy}{remembered}: {sum(d.admitted for d in outcomes)} admitted, "
         f"rejected: {rejected}; report: {result.admission_report}"
     )
+    for page in result.hidden:
+        err.print(f"[yellow]hidden[/] {page.path}: {page.describe()} (a browser does not show it: not text)", highlight=False)
     for flag in result.flagged:
         err.print(
             f"[yellow]withheld[/] {flag.path}: {flag.reason}: {flag.sentence!r} (approve: sha256 {flag.sha256})",

@@ -20,7 +20,10 @@ import yaml
 from .. import config
 
 DEFAULT_INCLUDE = ("*.md", "*.mdx", "*.markdown", "*.rst", "*.html", "*.htm")  # every reader's sources; the reader picks its own
-_POLICY_KEYS = {"include", "exclude", "frontmatter", "require_approval", "approvals", "allowed_hosts", "approved_sentences"}
+_POLICY_KEYS = {
+    "include", "exclude", "frontmatter", "require_approval", "approvals", "allowed_hosts", "approved_sentences",
+    "security_advice_pages",
+}  # fmt: skip
 _RULE_KEYS = {"field", "equals", "action"}
 _FRONTMATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---\r?$", re.S | re.M)
 
@@ -62,9 +65,11 @@ class AdmissionPolicy:
     approvals_file: Path | None = None  # None when approvals are inline (or absent)
     approvals: dict[str, str] = field(default_factory=dict)  # path -> sha256 of the file bytes
     # Planted-instruction screen (see planted.py): hosts whose fetch-and-run commands are legitimate
-    # (the corpus's own site always is), and flagged sentences approved by their sha256.
+    # (the corpus's own site always is), flagged sentences approved by their sha256, and pages (globs)
+    # whose subject is a security setting, so telling the reader to change it is not planted there.
     allowed_hosts: tuple[str, ...] = ()
     approved_sentences: frozenset[str] = frozenset()
+    security_advice_pages: tuple[str, ...] = ()
 
     def decide(self, path: str, data: bytes) -> AdmissionDecision:
         if not any(fnmatchcase(path, g) for g in self.include):
@@ -187,6 +192,7 @@ def load_policy(path: Path) -> AdmissionPolicy:
         approvals=table,
         allowed_hosts=_strings(path, data, "allowed_hosts", ()),
         approved_sentences=frozenset(_digests(path, data.get("approved_sentences", []))),
+        security_advice_pages=_strings(path, data, "security_advice_pages", ()),
     )
 
 

@@ -49,6 +49,8 @@ class ParsedPage:
     frontmatter: dict
     sections: list[Section]
     notes: tuple[str, ...] = ()  # what the reader dropped or could not resolve, for the ingest report
+    # what a browser does not show (readers/visibility.py), dropped: (reason, elements that held text)
+    hidden: tuple[tuple[str, int], ...] = ()
 
 
 def page_path(doc_path: str) -> str:

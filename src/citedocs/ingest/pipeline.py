@@ -36,6 +36,17 @@ class SkippedFile:
     kept_previous: bool  # the last good version of this file stays searchable
 
 
+@dataclass(frozen=True)
+class HiddenContent:
+    """Text a page holds but a browser does not show (readers/visibility.py): dropped, never evidence."""
+
+    path: str
+    dropped: dict[str, int]  # reason ("display:none", "hidden attribute", ...) -> elements that held text
+
+    def describe(self) -> str:
+        return ", ".join(f"{n} {why}" for why, n in sorted(self.dropped.items()))
+
+
 @dataclass
 class IngestReport:
     corpus: str
@@ -50,6 +61,7 @@ class IngestReport:
     plan: str = ""  # the format, base URL and folder read, and why (set by the service that chose them)
     admission: list[AdmissionDecision] = field(default_factory=list)  # one per file seen
     flagged: list[FlaggedSentence] = field(default_factory=list)  # planted instructions withheld from the chunks
+    hidden: list[HiddenContent] = field(default_factory=list)  # per page, what a browser does not show (dropped)
     policy: str = "default"  # the admission policy file, or "default"
     admission_report: Path | None = None  # where the admission report was written
     version: str = ""
@@ -75,6 +87,7 @@ class IngestReport:
             "rejected": dict(self.rejected_by_reason()),
             "files": [asdict(d) for d in outcomes],
             "flagged_sentences": [asdict(f) for f in self.flagged],
+            "hidden_content": [asdict(h) for h in self.hidden],
         }
         path.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
 
@@ -160,7 +173,7 @@ def ingest_corpus(
     if not base_url.startswith(("http://", "https://")):
         raise IngestError(f"--base-url must be an http(s) URL, got {base_url!r}")
     files, outside = _walk(source_dir, reader)
-    screen = Screen.for_corpus(base_url, policy.allowed_hosts, policy.approved_sentences)
+    screen = Screen.for_corpus(base_url, policy.allowed_hosts, policy.approved_sentences, policy.security_advice_pages)
     token_format = config.setting("token_format")
     dense_model = config.setting("dense_model")
     try:
@@ -212,7 +225,8 @@ def ingest_corpus(
             try:
                 text = _decode(path, data)
                 parsed = chunk_document(rel, text, base_url, reader, source_dir, screen)
-                unexplained = not parsed.withheld and not parsed.page.notes  # a note says why text was dropped
+                # a note, a withheld sentence or hidden content says why text was dropped
+                unexplained = not parsed.withheld and not parsed.page.notes and not parsed.page.hidden
                 if not parsed.chunks and unexplained and re.search(r"\w", _FRONTMATTER.sub("", text, count=1)):
                     raise _no_chunks(text)
                 clash = [c.id for c in parsed.chunks if c.id in fresh_chunks or c.id in claimed]
@@ -227,6 +241,8 @@ def ingest_corpus(
                 report.files_parsed += 1
                 report.notes.extend(f"{rel}: {note}" for note in parsed.page.notes)
                 report.flagged.extend(parsed.withheld)
+                if parsed.page.hidden:
+                    report.hidden.append(HiddenContent(rel, dict(parsed.page.hidden)))
                 fresh_chunks.update((c.id, c) for c in parsed.chunks)
                 new_docs[rel] = DocumentRecord(rel, file_hash, tuple(c.id for c in parsed.chunks))
         if progress:

@@ -27,6 +27,7 @@ from lxml import etree
 
 from ..document import Block, DocumentError, ParsedPage, Section
 from . import SourceFile
+from .visibility import drop_invisible
 
 # Build output that is not documentation: Sphinx's source copies, assets, indexes and highlighted
 # module source; any generator's 404 page.
@@ -43,7 +44,7 @@ _MAIN_XPATHS = (
     "//main",
     "//article",
 )
-_ALWAYS_DROP_TAGS = {"script", "style", "noscript", "template", "form", "button", "input", "select", "textarea", "nav", "dialog"}
+_ALWAYS_DROP_TAGS = {"script", "style", "form", "button", "input", "select", "textarea", "nav", "dialog"}
 _FALLBACK_DROP_TAGS = {"header", "footer", "aside"}  # site chrome when there is no main element
 _DROP_CLASSES = {"sphinxsidebar", "related", "breadcrumbs", "breadcrumb", "headerlink", "toctree-wrapper", "linenos"}
 _DROP_ROLES = {"navigation", "search", "banner", "contentinfo", "dialog"}  # dialog: a theme's modal (search, shortcuts)
@@ -377,7 +378,7 @@ class HtmlReader:
     name: str = "html"
     label: str = "HTML"
     suffixes: tuple[str, ...] = (".html", ".htm")
-    version: str = "2"
+    version: str = "3"  # 3: what a browser does not show (hidden, display:none, ...) is not text
 
     def read(self, source: SourceFile) -> ParsedPage:
         rel = source.rel_path
@@ -392,13 +393,14 @@ class HtmlReader:
         head_title = _clean(doc.findtext(".//title") or "")
         description = next((m.get("content") or "" for m in doc.iter("meta") if m.get("name") == "description"), "")
         permalinks = _permalink_targets(doc)
+        hidden = drop_invisible(doc)
         root = _main_content(doc)
         h1 = next(root.iter("h1"), None)
         title = (_heading_text(h1) if h1 is not None else "") or head_title or PurePosixPath(rel).stem
         walker = _Walker(title=title, permalinks=permalinks)
         walker.flow(root)
         sections = [s for s in walker.sections if s.blocks or s.anchor == ""]
-        return ParsedPage(rel, page, url, title, _clean(description), {}, sections)
+        return ParsedPage(rel, page, url, title, _clean(description), {}, sections, hidden=tuple(sorted(hidden.items())))
 
 
 HTML = HtmlReader()

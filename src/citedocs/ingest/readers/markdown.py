@@ -8,6 +8,7 @@ fences verbatim, notes labelled, list markers kept) is shared.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
@@ -20,19 +21,29 @@ from ..document import Block, DocumentError, ParsedPage, Section, page_path
 from ..slugs import Slugger
 from . import SiteOptions, SourceFile
 from .jsx import JsxTag, parse_jsx_tag
+from .visibility import HiddenRuns
 
 _ASIDE_COMPONENTS = {"aside", "callout", "admonition"}
 # Elements whose content is code or styling for the browser, never prose (HTML comments are dropped too).
 _RAW_TEXT_ELEMENTS = {"script", "style"}
 
 
-def _render_inline(token: Token) -> str:
+def _render_inline(token: Token, runs: HiddenRuns) -> str:
+    """Inline text as a reader of the page sees it: no <script>/<style>/comment, and nothing inside
+    raw HTML that a browser hides (``runs`` carries that state across the page's blocks)."""
     out: list[str] = []
-    hidden = 0  # inside an inline <script> or <style>
+    raw = 0  # inside an inline <script> or <style>
     for child in token.children or []:
         if child.type == "html_inline" and parse_jsx_tag(child.content).name.lower() in _RAW_TEXT_ELEMENTS:
-            hidden = max(0, hidden + (-1 if child.content.startswith("</") else 1))
-        elif hidden:
+            raw = max(0, raw + (-1 if child.content.startswith("</") else 1))
+        elif raw:
+            continue
+        elif child.type == "html_inline":
+            runs.feed(child.content)
+            tag = parse_jsx_tag(child.content)
+            if tag.name == "Since" and tag.attrs.get("v") and not runs.active:
+                out.append(f"(added in v{tag.attrs['v']})")
+        elif runs.swallow(child.content):
             continue
         elif child.type == "text":
             out.append(child.content)
@@ -44,10 +55,6 @@ def _render_inline(token: Token) -> str:
             out.append("\n")
         elif child.type == "image":
             out.append(child.content or "")
-        elif child.type == "html_inline":
-            tag = parse_jsx_tag(child.content)
-            if tag.name == "Since" and tag.attrs.get("v"):
-                out.append(f"(added in v{tag.attrs['v']})")
     return "".join(out)
 
 
@@ -66,6 +73,7 @@ class _Renderer:
     def __init__(self) -> None:
         self.jsx_depth = 0
         self.raw_element: str | None = None  # "script" or "style" while inside one: nothing is text
+        self.runs = HiddenRuns()  # inside raw HTML a browser hides (hidden, display:none, ...): nothing is text
         self._lines: list[str] = []
         self._prefix_stack: list[str] = []
         self._list_stack: list[list[int | None]] = []  # [next number or None for bullets]
@@ -106,11 +114,15 @@ class _Renderer:
                 self.raw_element = None
             if kind != "heading_open":
                 return
-        if kind == "inline":
+        if kind == "html_block":
+            self.runs.feed(token.content)  # a raw HTML block is not text, but may open or close a hidden element
+        elif kind == "inline":
             if self._row is not None:
-                self._row.append(_render_inline(token).strip())
+                self._row.append(_render_inline(token, self.runs).strip())
             else:
-                self._emit(_render_inline(token))
+                self._emit(_render_inline(token, self.runs))
+        elif kind == "fence" and self.runs.swallow(token.content):
+            return
         elif kind == "paragraph_close" and not token.hidden and not self._list_stack:
             self._lines.append("")
         elif kind == "fence":
@@ -154,7 +166,8 @@ class _Renderer:
         elif kind.startswith("container_") and kind.endswith("_open"):
             name = kind[len("container_") : -len("_open")]
             title = (token.meta or {}).get("title") or admonition_title(token.info, name)
-            self._lines.append(f"{title}:")
+            if not self.runs.swallow(title):
+                self._lines.append(f"{title}:")
             self._prefix_stack.append("> ")
         elif kind.startswith("container_") and kind.endswith("_close"):
             self._prefix_stack.pop()
@@ -165,13 +178,15 @@ class _Renderer:
             self._prefix_stack.pop()
             self._lines.append("")
         elif kind == "jsx_tag":
-            self._feed_jsx(token.meta["tag"])
+            self._feed_jsx(token.meta["tag"], token.content)
 
-    def _feed_jsx(self, tag: JsxTag) -> None:
+    def _feed_jsx(self, tag: JsxTag, raw: str) -> None:
         if tag.name.lower() in _RAW_TEXT_ELEMENTS:
             self.raw_element = tag.name.lower() if tag.kind == "open" else None
         elif self.raw_element:
             return
+        elif self.runs.active or self.runs.opens_hidden(raw):
+            self.runs.feed(raw)  # a hidden element's own tags, or any tag inside one: not a component
         elif tag.kind == "open":
             self.jsx_depth += 1
             if tag.name.lower() in _ASIDE_COMPONENTS:
@@ -227,7 +242,8 @@ def _heading_anchor(
 
 def _sections(
     tokens: list[Token], split_heading_id: Callable[[str], tuple[str, str | None]], slugger: Slugger
-) -> list[Section]:
+) -> tuple[list[Section], Counter]:
+    """The page's sections, and what hidden raw HTML held (per reason, elements that held text)."""
     renderer = _Renderer()
     top = Section(heading_path=(), anchor="", anchor_path=())
     sections = [top]
@@ -272,7 +288,7 @@ def _sections(
             # a tag-only line: the boundary before it is open if no component encloses it
             sections[-1].blocks[-1].splittable_after = depth_before == 0 or renderer.jsx_depth == 0
         i = j + 1
-    return sections
+    return sections, renderer.runs.finish()
 
 
 def admonition_title(info: str, name: str) -> str:
@@ -322,7 +338,7 @@ class MarkdownReader:
         if unpublished:  # no page of its own on the site: nothing to cite
             note = f"not a page: {unpublished}"  # the ingest report puts the path in front
             return ParsedPage(source.rel_path, page_path(source.rel_path), url, "", "", meta, [], (note,))
-        sections = _sections(tokens, self.split_heading_id, self.new_slugger(_explicit_ids(tokens)))
+        sections, hidden = _sections(tokens, self.split_heading_id, self.new_slugger(_explicit_ids(tokens)))
         description = str(meta.get("description") or "")
         intro = [Block(t) for t in ([description] if description else []) + self.frontmatter_text(meta)]
         sections[0].blocks[:0] = intro
@@ -335,6 +351,7 @@ class MarkdownReader:
             frontmatter=meta,
             sections=sections,
             notes=notes + tuple(env["notes"]),
+            hidden=tuple(sorted(hidden.items())),
         )
 
 

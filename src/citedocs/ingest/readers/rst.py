@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
@@ -36,6 +37,7 @@ from ..document import Block, DocumentError, ParsedPage, Section, directory_url,
 from . import MystOptions, SiteOptions, SourceFile
 from .myst import MARKUP as MYST_MARKUP, myst_settings
 from .rst_markup import ParseContext, labelled, sphinx_markup
+from .visibility import HiddenRuns
 
 _SKIPPED = (
     nodes.system_message,
@@ -376,6 +378,7 @@ class RstReader:
 
     def read(self, source: SourceFile) -> ParsedPage:
         document, notes, anchor = self.parse(source)
+        hidden = _drop_hidden_html(document)
         title, sections = _sections(document, anchor)
         return ParsedPage(
             doc_path=source.rel_path,
@@ -386,7 +389,39 @@ class RstReader:
             frontmatter={},
             sections=sections,
             notes=tuple(notes),
+            hidden=tuple(sorted(hidden.items())),
         )
+
+
+def _drop_hidden_html(document: nodes.document) -> Counter:
+    """Remove what raw HTML hides (MyST pages carry their HTML as raw nodes: ``<div hidden>``, a
+    ``<span style="display:none">`` in a paragraph): every node between a hiding tag and its end.
+    Raw nodes themselves are never text; this drops the Markdown or text they enclose."""
+    runs = HiddenRuns()
+    doomed: list[nodes.Node] = []
+    for node in document.findall(include_self=False):
+        if doomed and any(a is doomed[-1] for a in (node, *_ancestors(node))):
+            continue  # inside a node already dropped (its raw tags were followed when it was)
+        if isinstance(node, nodes.raw):
+            if "html" in node.get("format", "").split():
+                runs.feed(node.astext())
+        elif runs.active and isinstance(node, (nodes.Text, nodes.Element)):
+            runs.swallow(node.astext())
+            for raw in node.findall(nodes.raw) if isinstance(node, nodes.Element) else ():
+                runs.feed(raw.astext())
+            doomed.append(node)
+    for node in doomed:  # by identity: equal Text nodes are different nodes
+        siblings = node.parent.children
+        del siblings[next(i for i, child in enumerate(siblings) if child is node)]
+    return runs.finish()
+
+
+def _ancestors(node: nodes.Node) -> list[nodes.Node]:
+    found = []
+    while node.parent is not None:
+        node = node.parent
+        found.append(node)
+    return found
 
 
 RST = RstReader()
