@@ -94,6 +94,8 @@ def test_the_admission_policy_example_loads_with_its_approvals_file():
     assert policies, "the admission how-to shows no policy"
     policy = load_policy(DOCS_SRC / "admission" / "policy.toml")
     assert policy.require_approval and policy.approvals and policy.exclude == ("reference/errors/*",)
+    approvals = load_policy(DOCS_SRC / "admission" / "withheld-approvals.toml")  # the security model's example
+    assert approvals.approved_sentences and approvals.allowed_hosts and approvals.security_advice_pages
 
 
 # ---------------------------------------------------------------------------------- command lines
