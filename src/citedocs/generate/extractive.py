@@ -16,15 +16,15 @@ import numpy as np
 from ..contract import HistoryTurn
 from ..models.embedding_cache import EmbeddingCache, question_vector
 from ..models.encoders import BiEncoder
-from ..sentences import asked_clauses, split_units
+from ..sentences import CUT_MARK, asked_clauses
 from ..types import Chunk
 from ..validate.markers import with_markers
 from ..validate.support import content_terms
 from .base import Generation
 from .prompt import NO_ANSWER
+from .units import Unit, announces, bounded_code, entry_signature, read_pieces, unit_of
 
-PROMPT_VERSION = "extractive_v1"
-_LIST_MARKER = re.compile(r"^(?:[-*+]|\d+\.)\s+")
+PROMPT_VERSION = "extractive_v2"  # v2: answer units follow the docs' structure (units.py)
 # A question that asks for an amount: an asking sentence, or its ", and ..." clause, opens with it
 # ("How long does the PIN stay valid, and how many attempts ...?"); "How can I see how many ..." does not.
 _ASKS_AMOUNT = re.compile(
@@ -52,6 +52,11 @@ def _names_code(candidate: _Candidate) -> bool:
     return "`" in candidate.text
 
 
+def _carries_code(candidate: _Candidate) -> bool:
+    pieces = read_pieces(candidate.chunk.text)
+    return any(pieces[i].kind == "code" for i in candidate.unit.indices)
+
+
 @dataclass
 class _Candidate:
     chunk_rank: int
@@ -59,6 +64,7 @@ class _Candidate:
     chunk: Chunk
     text: str
     is_code: bool
+    unit: Unit  # what quoting it takes (units.py): a code block is its own unit
     score: float = 0.0
 
 
@@ -74,22 +80,29 @@ class ExtractiveGenerator:
         self.chunks_considered = chunks_considered
 
     def _candidates(self, chunks: Sequence[Chunk]) -> list[_Candidate]:
-        """The quotable units of the top chunks. Consecutive chunks of a section overlap, so a sentence
-        repeated in a later chunk is left out: quoted twice, it would fill a slot and say nothing new.
-        (Code stays: a sample is quoted once at most, after the sentence that leads into it.)"""
+        """The quotable pieces of the top chunks, each with the unit quoting it takes. Consecutive
+        chunks of a section overlap, so a sentence repeated in a later chunk is left out: quoted
+        twice, it would fill a slot and say nothing new. A sentence that cannot be quoted whole (an
+        announcement of what its chunk no longer holds, a step of a procedure the chunk holds only
+        part of) is left out too. (Code stays: a sample is quoted once at most.)"""
         out = []
         seen: set[str] = set()
         for rank, chunk in enumerate(chunks[: self.chunks_considered]):
-            for position, unit in enumerate(split_units(chunk.text)):
-                text = unit.text if unit.is_code else _LIST_MARKER.sub("", unit.text)
-                if unit.is_code and text.count("\n") > 14:
-                    continue  # long samples are better read at the source
-                if not unit.is_code and len(content_terms(text)) < 3:
-                    continue  # fragments like "For example:" carry no claim
-                if not unit.is_code and text in seen:
+            pieces = read_pieces(chunk.text)
+            signature = entry_signature(chunk)
+            for position, piece in enumerate(pieces):
+                is_code = piece.kind == "code"
+                if piece.text.strip("`") == signature:
+                    continue  # an API entry's signature is quoted as code, ahead of the entry's sentences
+                unit = Unit((position,)) if is_code else unit_of(pieces, position)
+                if unit is None:
                     continue
-                seen.add(text)
-                out.append(_Candidate(rank, position, chunk, text, unit.is_code))
+                if not is_code and len(content_terms(piece.text)) < 3:
+                    continue  # fragments like "For example:" carry no claim
+                if not is_code and piece.text in seen:
+                    continue
+                seen.add(piece.text)
+                out.append(_Candidate(rank, position, chunk, piece.text, is_code, unit))
         return out
 
     def generate(self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn]) -> Generation:
@@ -111,9 +124,36 @@ class ExtractiveGenerator:
             if stated is None or stated.score < self.min_sentence_score:
                 return self._decline("no sentence in the retrieved docs states the amount the question asks for")
             chosen.append(stated)
-        chosen.sort(key=lambda c: (c.chunk_rank, c.position))
-        lines = [c.text + f"\n[{c.chunk.id}]" if c.is_code else with_markers(c.text, [c.chunk.id]) for c in chosen]
-        return Generation(text="\n".join(lines), backend=self.name, model=self.model, prompt_version=PROMPT_VERSION)
+        return Generation(text=self._render(chosen), backend=self.name, model=self.model, prompt_version=PROMPT_VERSION)
+
+    @staticmethod
+    def _render(chosen: list[_Candidate]) -> str:
+        """The chosen pieces' units in the docs' order, each piece cited to its chunk: an API
+        entry's signature first, a cut list or table followed by the cut mark, a sentence two
+        chunks share once, and never an announcement last."""
+        lines: dict[tuple[int, float], str] = {}
+        quoted: set[str] = set()
+        for candidate in sorted(chosen, key=lambda c: (c.chunk_rank, c.position)):
+            chunk, ids = candidate.chunk, [candidate.chunk.id]
+            pieces = read_pieces(chunk.text)
+            signature = entry_signature(chunk)
+            if signature is not None:
+                lines.setdefault((candidate.chunk_rank, -1), f"```\n{signature}\n```\n[{chunk.id}]")
+            for i in candidate.unit.indices:
+                piece = pieces[i]
+                if piece.text.strip("`") == signature:
+                    continue  # already quoted, as code
+                if piece.kind == "code":
+                    lines.setdefault((candidate.chunk_rank, i), bounded_code(piece.text) + f"\n[{chunk.id}]")
+                elif piece.text not in quoted:
+                    quoted.add(piece.text)
+                    lines.setdefault((candidate.chunk_rank, i), with_markers(piece.text, ids))
+            if candidate.unit.cut:
+                lines.setdefault((candidate.chunk_rank, candidate.unit.indices[-1] + 0.5), with_markers(CUT_MARK, ids))
+        ordered = [lines[key] for key in sorted(lines)]
+        while ordered and not ordered[-1].startswith("```") and announces(ordered[-1].rsplit(" [", 1)[0]):
+            ordered.pop()
+        return "\n".join(ordered)
 
     def _clause_answers(self, question: str, candidates: list[_Candidate], vectors: np.ndarray) -> list[_Candidate]:
         """For a question that asks several things ("what command ..., and is there a conventional
@@ -144,7 +184,9 @@ class ExtractiveGenerator:
         floor = max(self.min_sentence_score, 0.8 * best.score)
         chosen = [best, *(c for c in clause_answers if c is not best)]
         lead = next((c for c in prose if c.chunk_rank == 0), None)  # a section's opening states its point
-        if lead is not None and lead not in chosen and lead.score >= 0.7 * best.score and len(chosen) < self.max_units:
+        # ... and an API entry at the top leads the answer (its signature comes with it, ``_render``)
+        leads = lead is not None and (lead.score >= 0.7 * best.score or entry_signature(lead.chunk) is not None)
+        if leads and lead not in chosen and len(chosen) < self.max_units:
             chosen.append(lead)
         # A sentence that names code (an option, a command, a function: what how-to answers hinge on)
         # qualifies down to 0.6 x the best score and competes for the last slots 0.2 ahead of prose
@@ -155,7 +197,7 @@ class ExtractiveGenerator:
             key=lambda c: -(c.score + _CODE_BONUS * _names_code(c)),
         )
         chosen += rest[: max(0, self.max_units - 1 - len(chosen))]
-        code = self._code_sample(chosen, candidates)
+        code = None if any(c.is_code or _carries_code(c) for c in chosen) else self._code_sample(chosen, candidates)
         if code:
             chosen.append(code)
         return chosen

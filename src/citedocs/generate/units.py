@@ -1,0 +1,194 @@
+"""Answer units: what a quote from the docs must hold to make sense, following the docs' structure.
+
+A chunk's text is read as pieces: its sentences, list items, numbered steps, table rows and code
+blocks, exactly the units the validator later checks one by one (``sentences.split_units``). A
+sentence chosen to answer brings along the pieces it cannot stand without:
+
+* an **announcement** (a sentence that ends in ``:`` or in "like so", "as follows", "for example")
+  brings what it announces, the next piece of its chunk: a code block (at most ``MAX_CODE_LINES``
+  lines; a longer one is cut after them and its last line is ``…``), a list or table (at most
+  ``MAX_ITEMS`` items or rows; a longer one is followed by the cut mark ``(…)``), or the sentence
+  that follows. An announcement whose chunk ends before what it announces is not quoted;
+* a **step** of a numbered list brings the whole list, from step 1, with the sentence that
+  announces it; a list of more than ``MAX_ITEMS`` steps, or one its chunk holds only part of, is
+  not quoted at all (half a procedure reads as a whole one);
+* the first sentence of a **definition** brings its term (the short line above it without
+  sentence punctuation, as readers render ``<dt>`` and reST definition lists);
+* a sentence of an **API entry** (a section whose heading is the entry's signature or name, as the
+  HTML and reStructuredText readers record ``<dt id>`` and ``.. function::`` entries) is preceded by
+  the entry's signature as a code line, copied from the chunk (its first line, else its heading).
+
+The validator checks every piece as it checks any other: prose against the cited chunk, code (a
+signature included) verbatim against the chunk's text and headings; the cut marks are the only
+lines it passes through without a check, and only right after a unit it kept.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..sentences import CODE_CUT_MARK, split_lines, split_sentences
+from ..types import Chunk
+
+MAX_CODE_LINES = 12  # a carried code block longer than this is cut, its last line ``…``
+MAX_ITEMS = 8  # a carried list or table longer than this is cut (steps: not carried at all)
+_STEP = re.compile(r"^(\d+)[.)]\s+")
+_ITEM = re.compile(r"^[-*+•]\s+")
+# a sentence that announces what follows it: "... like so:", "... as follows:", "For example:"
+_ANNOUNCES = re.compile(
+    r"(?::|\b(?:like so|like this|as follows|the following|for example|for instance|e\.g\.|below)[.:]?)$", re.IGNORECASE
+)
+_TERM_END = re.compile(r"[.!?:;,]$")
+_SIGNATURE_PREFIX = re.compile(r"^(?:(?:async|class|exception|static|abstract|final|method|property|classmethod|staticmethod|attribute|data|function|decorator|await)\s+)+")
+
+
+@dataclass(frozen=True)
+class Piece:
+    text: str  # as quoted: a list item's marker removed
+    kind: str  # prose | item | step | row | code
+    line: int  # which line (or code block) of the chunk it is part of
+    first: bool  # it opens its line
+    last: bool  # it ends its line
+    number: int | None = None  # a step's number
+
+
+def announces(text: str) -> bool:
+    return bool(_ANNOUNCES.search(text.rstrip()))
+
+
+@lru_cache(maxsize=4096)
+def read_pieces(text: str) -> tuple[Piece, ...]:
+    """A chunk's pieces, in order (remembered by text: the same chunks come back request after request)."""
+    out: list[Piece] = []
+    for line_no, (block, is_code) in enumerate(split_lines(text)):
+        if is_code:
+            out.append(Piece(block, "code", line_no, True, True))
+            continue
+        step, item = _STEP.match(block), _ITEM.match(block)
+        if step:
+            kind, number, body = "step", int(step.group(1)), block[step.end() :]
+        elif item:
+            kind, number, body = "item", None, block[item.end() :]
+        else:
+            kind, number = ("row" if " | " in block or block.startswith("|") else "prose"), None
+            body = block
+        sentences = split_sentences(body)
+        for n, sentence in enumerate(sentences):
+            out.append(Piece(sentence, kind, line_no, n == 0, n == len(sentences) - 1, number if n == 0 else None))
+    return tuple(out)
+
+
+def _run(pieces: tuple[Piece, ...], start: int) -> list[int]:
+    """The list or table that starts at ``start``: the following pieces of the same kind (a step's
+    code block, between two steps, included)."""
+    kind = pieces[start].kind
+    run = [start]
+    i = start + 1
+    while i < len(pieces):
+        if pieces[i].kind == kind:
+            run.append(i)
+        elif kind == "step" and pieces[i].kind == "code" and i + 1 < len(pieces) and pieces[i + 1].kind == "step":
+            run.append(i)
+        else:
+            break
+        i += 1
+    if kind == "row":  # a Markdown table's |---| line says nothing
+        run = [i for i in run if re.search(r"\w", pieces[i].text)]
+    return run
+
+
+def _run_start(pieces: tuple[Piece, ...], i: int) -> int:
+    kind = pieces[i].kind
+    while i > 0 and (pieces[i - 1].kind == kind or (kind == "step" and pieces[i - 1].kind == "code" and i > 1 and pieces[i - 2].kind == "step")):
+        i -= 1
+    return i
+
+
+def _lines(pieces: tuple[Piece, ...], indices: list[int]) -> int:
+    return len({pieces[i].line for i in indices})
+
+
+@dataclass(frozen=True)
+class Unit:
+    indices: tuple[int, ...]  # the chunk's pieces it quotes, in order
+    cut: bool = False  # a list or table that goes on past ``MAX_ITEMS``: the cut mark follows it
+
+
+def _steps(pieces: tuple[Piece, ...], i: int) -> Unit | None:
+    start = _run_start(pieces, i)
+    run = _run(pieces, start)
+    if pieces[start].number != 1 or _lines(pieces, [j for j in run if pieces[j].kind == "step"]) > MAX_ITEMS:
+        return None
+    lead = [start - 1] if start > 0 and pieces[start - 1].kind == "prose" and announces(pieces[start - 1].text) else []
+    return Unit((*lead, *run))
+
+
+def _announced(pieces: tuple[Piece, ...], i: int) -> Unit | None:
+    """What the announcement at ``i`` announces, bounded; None when its chunk ends before it."""
+    j = i + 1
+    if j >= len(pieces):
+        return None
+    following = pieces[j]
+    if following.kind == "code":
+        return Unit((j,))
+    if following.kind == "step":
+        return _steps(pieces, j)
+    if following.kind in ("item", "row"):
+        run = _run(pieces, j)
+        lines = sorted({pieces[k].line for k in run})
+        kept = [k for k in run if pieces[k].line in lines[:MAX_ITEMS]]
+        return Unit(tuple(kept), cut=len(lines) > MAX_ITEMS)
+    if announces(following.text):
+        return None  # two announcements in a row: what they announce is further than one piece
+    return Unit((j,))
+
+
+def _is_term(piece: Piece) -> bool:
+    words = piece.text.split()
+    return piece.kind == "prose" and piece.first and piece.last and 0 < len(words) <= 6 and ":" not in piece.text and not _TERM_END.search(piece.text)
+
+
+def unit_of(pieces: tuple[Piece, ...], i: int) -> Unit | None:
+    """The unit that quoting piece ``i`` takes, or None when it cannot be quoted whole."""
+    piece = pieces[i]
+    if piece.kind == "step":
+        return _steps(pieces, i)
+    before = [i - 1] if piece.first and i > 0 and _is_term(pieces[i - 1]) else []
+    if piece.last and announces(piece.text):
+        after = _announced(pieces, i)
+        if after is None:
+            return None
+        return Unit((*before, i, *after.indices), after.cut)
+    return Unit((*before, i))
+
+
+def bounded_code(code: str) -> str:
+    """A fenced block of at most ``MAX_CODE_LINES`` lines; a longer one ends, inside its fence, with ``…``."""
+    lines = code.split("\n")
+    body = lines[1:-1]
+    if len(body) <= MAX_CODE_LINES:
+        return code
+    return "\n".join([lines[0], *body[:MAX_CODE_LINES], CODE_CUT_MARK, lines[-1]])
+
+
+def entry_signature(chunk: Chunk) -> str | None:
+    """The signature (or name) of the API entry the chunk belongs to, as the chunk writes it; None
+    for a chunk that is not part of an entry. An entry is a section whose heading holds its anchor
+    (``gzip.open(filename, ...)`` under ``#gzip.open``) or is the anchor's last part (``Flask.run``
+    under ``#flask.Flask.run``, ``base`` under ``#base``)."""
+    if not chunk.heading_path or not chunk.anchor:
+        return None
+    heading = chunk.heading_path[-1].strip().strip("`")
+    anchor = chunk.anchor
+    named = anchor in heading and ("." in anchor or "(" in heading)
+    suffix = " " not in heading and len(heading) > 1 and (anchor == heading or anchor.endswith(("." + heading, "-" + heading)))
+    if not (named or suffix):
+        return None
+    first = chunk.text.split("\n", 1)[0].strip()
+    name = _SIGNATURE_PREFIX.sub("", heading).split("(")[0].rsplit(".", 1)[-1]
+    if first.startswith("`") and first.endswith("`") and name and name in first:
+        return first.strip("`")  # reST: the signature as written, before the description
+    return heading
+
