@@ -12,6 +12,8 @@ sentence chosen to answer brings along the pieces it cannot stand without:
 * a **step** of a numbered list brings the whole list, from step 1, with the sentence that
   announces it; a list of more than ``MAX_ITEMS`` steps, or one its chunk holds only part of, is
   not quoted at all (half a procedure reads as a whole one);
+* a sentence that **refers back** ("This means ...", "Otherwise, ...", "In the above example, ...")
+  brings the sentence before it, or the code block before it with that block's announcement;
 * the first sentence of a **definition** brings its term (the short line above it without
   sentence punctuation, as readers render ``<dt>`` and reST definition lists);
 * a sentence of an **API entry** (a section whose heading is the entry's signature or name, as the
@@ -39,6 +41,12 @@ _ITEM = re.compile(r"^[-*+•]\s+")
 # a sentence that announces what follows it: "... like so:", "... as follows:", "For example:"
 _ANNOUNCES = re.compile(
     r"(?::|\b(?:like so|like this|as follows|the following|for example|for instance|e\.g\.|below)[.:]?)$", re.IGNORECASE
+)
+# a sentence that cannot stand without the one before it
+_REFERS_BACK = re.compile(
+    r"^(?:this|that|these|those|they|then|otherwise|instead|however|in (?:this|that|the above|such a) (?:case|example)|"
+    r"in the (?:above|previous) example|as a result)\b",
+    re.IGNORECASE,
 )
 _TERM_END = re.compile(r"[.!?:;,]$")
 _SIGNATURE_PREFIX = re.compile(r"^(?:(?:async|class|exception|static|abstract|final|method|property|classmethod|staticmethod|attribute|data|function|decorator|await)\s+)+")
@@ -150,12 +158,23 @@ def _is_term(piece: Piece) -> bool:
     return piece.kind == "prose" and piece.first and piece.last and 0 < len(words) <= 6 and ":" not in piece.text and not _TERM_END.search(piece.text)
 
 
+def _antecedent(pieces: tuple[Piece, ...], i: int) -> list[int]:
+    """What a sentence that refers back ("This means ...", "Otherwise, ...") refers to: the sentence
+    before it, or the code block before it with the sentence that announces that block."""
+    if i == 0 or pieces[i].kind != "prose" or not _REFERS_BACK.match(pieces[i].text):
+        return []
+    previous = pieces[i - 1]
+    if previous.kind == "code":
+        return [i - 2, i - 1] if i > 1 and pieces[i - 2].kind == "prose" and announces(pieces[i - 2].text) else [i - 1]
+    return [i - 1] if previous.kind == "prose" else []
+
+
 def unit_of(pieces: tuple[Piece, ...], i: int) -> Unit | None:
     """The unit that quoting piece ``i`` takes, or None when it cannot be quoted whole."""
     piece = pieces[i]
     if piece.kind == "step":
         return _steps(pieces, i)
-    before = [i - 1] if piece.first and i > 0 and _is_term(pieces[i - 1]) else []
+    before = [i - 1] if piece.first and i > 0 and _is_term(pieces[i - 1]) else _antecedent(pieces, i)
     if piece.last and announces(piece.text):
         after = _announced(pieces, i)
         if after is None:
@@ -176,14 +195,15 @@ def bounded_code(code: str) -> str:
 def entry_signature(chunk: Chunk) -> str | None:
     """The signature (or name) of the API entry the chunk belongs to, as the chunk writes it; None
     for a chunk that is not part of an entry. An entry is a section whose heading holds its anchor
-    (``gzip.open(filename, ...)`` under ``#gzip.open``) or is the anchor's last part (``Flask.run``
-    under ``#flask.Flask.run``, ``base`` under ``#base``)."""
+    (``gzip.open(filename, ...)`` under ``#gzip.open``) or is the last part of a qualified anchor
+    (``Flask.run`` under ``#flask.Flask.run``, ``html_theme`` under ``#confval-html_theme``). A
+    heading that is its own slug (``nginx`` under ``#nginx``) is an ordinary section."""
     if not chunk.heading_path or not chunk.anchor:
         return None
     heading = chunk.heading_path[-1].strip().strip("`")
     anchor = chunk.anchor
     named = anchor in heading and ("." in anchor or "(" in heading)
-    suffix = " " not in heading and len(heading) > 1 and (anchor == heading or anchor.endswith(("." + heading, "-" + heading)))
+    suffix = " " not in heading and anchor.endswith(("." + heading, "-" + heading))
     if not (named or suffix):
         return None
     first = chunk.text.split("\n", 1)[0].strip()
