@@ -4,8 +4,8 @@ A chunk's text is read as pieces: its sentences, list items, numbered steps, tab
 blocks, exactly the units the validator later checks one by one (``sentences.split_units``). A
 sentence chosen to answer brings along the pieces it cannot stand without:
 
-* an **announcement** (a sentence that ends in ``:`` or in "like so", "as follows", "for example")
-  brings what it announces, the next piece of its chunk: a code block (at most ``MAX_CODE_LINES``
+* an **announcement** (a sentence that ends in ``:`` or in "like so", "as follows", "for example",
+  or that opens with "The following example", "Here is an example") brings what it announces, the next piece of its chunk: a code block (at most ``MAX_CODE_LINES``
   lines; a longer one is cut after them and its last line is ``…``), a list or table (at most
   ``MAX_ITEMS`` items or rows; a longer one is followed by the cut mark ``(…)``), or the sentence
   that follows. An announcement whose chunk ends before what it announces is not quoted;
@@ -42,6 +42,8 @@ _ITEM = re.compile(r"^[-*+•]\s+")
 _ANNOUNCES = re.compile(
     r"(?::|\b(?:like so|like this|as follows|the following|for example|for instance|e\.g\.|below)[.:]?)$", re.IGNORECASE
 )
+# ... or that points at what comes next: "The following example ...", "Here is an example of ..."
+_POINTS_AHEAD = re.compile(r"^(?:the following (?:example|code|snippet|configuration)|here(?: is|'s| are) (?:an?|the|some) (?:\w+ )?examples?|(?:see )?the example below)\b", re.IGNORECASE)
 # a sentence that cannot stand without the one before it
 _REFERS_BACK = re.compile(
     r"^(?:this|that|these|those|they|then|otherwise|instead|however|in (?:this|that|the above|such a) (?:case|example)|"
@@ -63,7 +65,7 @@ class Piece:
 
 
 def announces(text: str) -> bool:
-    return bool(_ANNOUNCES.search(text.rstrip()))
+    return bool(_ANNOUNCES.search(text.rstrip()) or _POINTS_AHEAD.match(text))
 
 
 @lru_cache(maxsize=4096)
@@ -150,6 +152,11 @@ def _announced(pieces: tuple[Piece, ...], i: int) -> Unit | None:
         return Unit(tuple(kept), cut=len(lines) > MAX_ITEMS)
     if announces(following.text):
         return None  # two announcements in a row: what they announce is further than one piece
+    if _POINTS_AHEAD.match(pieces[i].text):
+        # "Here is an example of X. It does Y." then the example: the sentence between comes along
+        if j + 1 < len(pieces) and pieces[j + 1].kind == "code":
+            return Unit((j, j + 1))
+        return None  # the example it points at is not in this chunk
     return Unit((j,))
 
 
@@ -175,7 +182,7 @@ def unit_of(pieces: tuple[Piece, ...], i: int) -> Unit | None:
     if piece.kind == "step":
         return _steps(pieces, i)
     before = [i - 1] if piece.first and i > 0 and _is_term(pieces[i - 1]) else _antecedent(pieces, i)
-    if piece.last and announces(piece.text):
+    if (piece.last and announces(piece.text)) or _POINTS_AHEAD.match(piece.text):
         after = _announced(pieces, i)
         if after is None:
             return None
