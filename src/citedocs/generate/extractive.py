@@ -18,11 +18,11 @@ from ..models.embedding_cache import EmbeddingCache, question_vector
 from ..models.encoders import BiEncoder
 from ..sentences import CUT_MARK, asked_clauses
 from ..types import Chunk
-from ..validate.markers import with_markers
+from ..validate.markers import with_markers, without_citations
 from ..validate.support import content_terms
 from .base import Generation
 from .prompt import NO_ANSWER
-from .units import Unit, announces, bounded_code, entry_signature, read_pieces, unit_of
+from .units import Unit, announces, bounded_code, entry_signature, looks_like_term, read_pieces, unit_of
 
 PROMPT_VERSION = "extractive_v2"  # v2: answer units follow the docs' structure (units.py)
 # A question that asks for an amount: an asking sentence, or its ", and ..." clause, opens with it
@@ -50,6 +50,10 @@ def _score(candidate: _Candidate, similarity: float, asked_terms: set[str]) -> f
 
 def _names_code(candidate: _Candidate) -> bool:
     return "`" in candidate.text
+
+
+def _dangles(text: str) -> bool:
+    return announces(text) or looks_like_term(text)
 
 
 def _carries_code(candidate: _Candidate) -> bool:
@@ -151,7 +155,8 @@ class ExtractiveGenerator:
             if candidate.unit.cut:
                 lines.setdefault((candidate.chunk_rank, candidate.unit.indices[-1] + 0.5), with_markers(CUT_MARK, ids))
         ordered = [lines[key] for key in sorted(lines)]
-        while ordered and not ordered[-1].startswith("```") and announces(ordered[-1].rsplit(" [", 1)[0]):
+        # an announcement, or a term whose definition was quoted from another chunk, says nothing last
+        while ordered and not ordered[-1].startswith("```") and _dangles(without_citations(ordered[-1]).strip()):
             ordered.pop()
         return "\n".join(ordered)
 

@@ -160,9 +160,13 @@ def _announced(pieces: tuple[Piece, ...], i: int) -> Unit | None:
     return Unit((j,))
 
 
+def looks_like_term(text: str) -> bool:
+    """A short line without sentence punctuation: a term, a label or a heading nothing links to."""
+    return 0 < len(text.split()) <= 6 and bool(re.search(r"\w", text)) and ":" not in text and not _TERM_END.search(text)
+
+
 def _is_term(piece: Piece) -> bool:
-    words = piece.text.split()
-    return piece.kind == "prose" and piece.first and piece.last and 0 < len(words) <= 6 and ":" not in piece.text and not _TERM_END.search(piece.text)
+    return piece.kind == "prose" and piece.first and piece.last and looks_like_term(piece.text)
 
 
 def _antecedent(pieces: tuple[Piece, ...], i: int) -> list[int]:
