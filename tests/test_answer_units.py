@@ -155,3 +155,16 @@ def test_a_cut_mark_stands_only_after_a_unit_the_validator_kept(validator):
     chunk = made_chunk("options", "The server accepts a port option and a host option for binding.")
     result = validator.validate(f"The moon is made of green cheese and ham [{chunk.id}].\n{CUT_MARK} [{chunk.id}]", [chunk])
     assert result.sentences == [] and result.refusal is not None
+
+
+def test_an_announcement_the_chunker_cut_from_its_code_brings_the_code_from_the_sections_next_chunk(generator, validator):
+    first = made_chunk("schema", "Register each variable of the schema with the envField helper and give it a context and an access level like so:")
+    second = Chunk(**{**first.__dict__, "id": ChunkId("guide#schema/2"), "text": '```js\nAPI_SECRET: envField.string({ context: "server", access: "secret" })\n```'})
+    question = "Which helper registers a schema variable, and how do I give it a server context and secret access?"
+    raw = generator.generate(question, [first, second], []).text
+    result = validator.validate(raw, [first, second])
+    texts = [s.text for s in result.sentences]
+    announcement = texts.index(first.text)
+    assert "envField.string" in texts[announcement + 1] and result.sentences[announcement + 1].ids == ["guide#schema/2"]
+    # without the next chunk the announcement is not quoted at all
+    assert "like so" not in generator.generate(question, [first], []).text

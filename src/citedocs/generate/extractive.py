@@ -22,7 +22,7 @@ from ..validate.markers import with_markers, without_citations
 from ..validate.support import content_terms
 from .base import Generation
 from .prompt import NO_ANSWER
-from .units import Unit, announces, bounded_code, entry_signature, looks_like_term, read_pieces, unit_of
+from .units import Unit, announces, bounded_code, continued, entry_signature, looks_like_term, read_pieces, unit_of
 
 PROMPT_VERSION = "extractive_v2"  # v2: answer units follow the docs' structure (units.py)
 # A question that asks for an amount: an asking sentence, or its ", and ..." clause, opens with it
@@ -45,7 +45,7 @@ _CODE_BONUS = 0.2  # how far ahead a sentence naming code competes (see ``_choos
 def _score(candidate: _Candidate, similarity: float, asked_terms: set[str]) -> float:
     """How well a sentence answers: its meaning, the asked words it repeats, and its chunk's rank."""
     overlap = len(asked_terms & content_terms(candidate.text)) / max(1, len(asked_terms))
-    return 0.6 * similarity + 0.4 * overlap - 0.05 * candidate.chunk_rank
+    return 0.6 * similarity + 0.4 * overlap - 0.05 * candidate.ranked_as
 
 
 def _names_code(candidate: _Candidate) -> bool:
@@ -58,7 +58,21 @@ def _dangles(text: str) -> bool:
 
 def _carries_code(candidate: _Candidate) -> bool:
     pieces = read_pieces(candidate.chunk.text)
+    if candidate.continuation is not None:
+        following, rest = candidate.continuation
+        return any(read_pieces(following.text)[i].kind == "code" for i in rest.indices)
     return any(pieces[i].kind == "code" for i in candidate.unit.indices)
+
+
+def _next_chunks(chunks: Sequence[Chunk]) -> dict[str, Chunk]:
+    """Each retrieved chunk's successor in its section (``page#anchor/2`` after ``/1``), where retrieved too."""
+    by_id = {c.id: c for c in chunks}
+    out = {}
+    for chunk in chunks:
+        base, _, n = chunk.id.rpartition("/")
+        if n.isdigit() and f"{base}/{int(n) + 1}" in by_id:
+            out[chunk.id] = by_id[f"{base}/{int(n) + 1}"]
+    return out
 
 
 @dataclass
@@ -69,6 +83,9 @@ class _Candidate:
     text: str
     is_code: bool
     unit: Unit  # what quoting it takes (units.py): a code block is its own unit
+    ranked_as: int = 0  # the rank its score counts: its chunk's, or that of the chunk it continues
+    # an announcement its chunk ends on: the section's next chunk (retrieved too) and what of it comes along
+    continuation: tuple[Chunk, Unit] | None = None
     score: float = 0.0
 
 
@@ -91,6 +108,8 @@ class ExtractiveGenerator:
         part of) is left out too. (Code stays: a sample is quoted once at most.)"""
         out = []
         seen: set[str] = set()
+        cut_short: dict[str, int] = {}  # announcements a chunk ends on, by the rank of that chunk
+        next_chunk = _next_chunks(chunks)
         for rank, chunk in enumerate(chunks[: self.chunks_considered]):
             pieces = read_pieces(chunk.text)
             signature = entry_signature(chunk)
@@ -99,6 +118,14 @@ class ExtractiveGenerator:
                 if piece.text.strip("`") == signature:
                     continue  # an API entry's signature is quoted as code, ahead of the entry's sentences
                 unit = Unit((position,)) if is_code else unit_of(pieces, position)
+                continuation = None
+                if unit is None and position == len(pieces) - 1:
+                    cut_short.setdefault(piece.text, rank)
+                    following = next_chunk.get(chunk.id)
+                    rest = continued(piece, read_pieces(following.text)) if following else None
+                    if rest is None:
+                        continue
+                    unit, continuation = Unit((position,)), (following, rest)
                 if unit is None:
                     continue
                 if not is_code and len(content_terms(piece.text)) < 3:
@@ -106,7 +133,10 @@ class ExtractiveGenerator:
                 if not is_code and piece.text in seen:
                     continue
                 seen.add(piece.text)
-                out.append(_Candidate(rank, position, chunk, piece.text, is_code, unit))
+                # the chunker repeats a chunk's last lines at the next chunk's start: an announcement
+                # the earlier chunk ended on is quoted from the later one, as highly as it ranked there
+                ranked_as = cut_short.get(piece.text, rank)
+                out.append(_Candidate(rank, position, chunk, piece.text, is_code, unit, ranked_as, continuation))
         return out
 
     def generate(self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn]) -> Generation:
@@ -154,6 +184,14 @@ class ExtractiveGenerator:
                     lines.setdefault((candidate.chunk_rank, i), with_markers(piece.text, ids))
             if candidate.unit.cut:
                 lines.setdefault((candidate.chunk_rank, candidate.unit.indices[-1] + 0.5), with_markers(CUT_MARK, ids))
+            if candidate.continuation is not None:  # right after the announcement, cited to the next chunk
+                following, rest = candidate.continuation
+                key = candidate.unit.indices[-1]
+                for n, piece in enumerate(read_pieces(following.text)[i] for i in rest.indices):
+                    text = bounded_code(piece.text) + f"\n[{following.id}]" if piece.kind == "code" else with_markers(piece.text, [following.id])
+                    lines.setdefault((candidate.chunk_rank, key + (n + 1) / (len(rest.indices) + 2)), text)
+                if rest.cut:
+                    lines.setdefault((candidate.chunk_rank, key + 1 - 1 / (len(rest.indices) + 2)), with_markers(CUT_MARK, [following.id]))
         ordered = [lines[key] for key in sorted(lines)]
         # an announcement, or a term whose definition was quoted from another chunk, says nothing last
         while ordered and not ordered[-1].startswith("```") and _dangles(without_citations(ordered[-1]).strip()):

@@ -5,10 +5,12 @@ blocks, exactly the units the validator later checks one by one (``sentences.spl
 sentence chosen to answer brings along the pieces it cannot stand without:
 
 * an **announcement** (a sentence that ends in ``:`` or in "like so", "as follows", "for example",
-  or that opens with "The following example", "Here is an example") brings what it announces, the next piece of its chunk: a code block (at most ``MAX_CODE_LINES``
-  lines; a longer one is cut after them and its last line is ``…``), a list or table (at most
-  ``MAX_ITEMS`` items or rows; a longer one is followed by the cut mark ``(…)``), or the sentence
-  that follows. An announcement whose chunk ends before what it announces is not quoted;
+  or that opens with "The following example", "Here is an example") brings what it announces, the
+  next piece of its chunk: a code block (at most ``MAX_CODE_LINES`` lines; a longer one is cut
+  after them and its last line is ``…``), a list or table (at most ``MAX_ITEMS`` items or rows; a
+  longer one is followed by the cut mark ``(…)``), or the sentence that follows. When its chunk
+  ends before what it announces, that is taken from the start of the section's next chunk if it was
+  retrieved too (``continued``); otherwise the announcement is not quoted;
 * a **step** of a numbered list brings the whole list, from step 1, with the sentence that
   announces it; a list of more than ``MAX_ITEMS`` steps, or one its chunk holds only part of, is
   not quoted at all (half a procedure reads as a whole one);
@@ -192,6 +194,15 @@ def unit_of(pieces: tuple[Piece, ...], i: int) -> Unit | None:
             return None
         return Unit((*before, i, *after.indices), after.cut)
     return Unit((*before, i))
+
+
+def continued(announcement: Piece, following: tuple[Piece, ...]) -> Unit | None:
+    """What an announcement its chunk ends on announces at the start of the section's next chunk
+    (``following``, its pieces): indices into the next chunk, or None."""
+    if not announcement.last or not announces(announcement.text) or not following:
+        return None
+    unit = _announced((announcement, *following), 0)
+    return Unit(tuple(i - 1 for i in unit.indices), unit.cut) if unit else None
 
 
 def bounded_code(code: str) -> str:
