@@ -168,3 +168,17 @@ def test_an_announcement_the_chunker_cut_from_its_code_brings_the_code_from_the_
     assert "envField.string" in texts[announcement + 1] and result.sentences[announcement + 1].ids == ["guide#schema/2"]
     # without the next chunk the announcement is not quoted at all
     assert "like so" not in generator.generate(question, [first], []).text
+
+
+def test_a_sentence_that_refers_back_brings_the_sentence_it_refers_to(generator, validator):
+    chunk = made_chunk(
+        "components",
+        "Register the component globally in the theme's enhance hook. Make sure its name either contains a hyphen or is "
+        "in PascalCase. Otherwise, it will be treated as an inline element and wrapped inside a paragraph, which leads "
+        "to hydration mismatch errors in the browser.",
+        heading="Registering components globally",
+    )
+    raw = generator.generate("Why does my globally registered component cause hydration mismatch errors?", [chunk], []).text
+    texts = [s.text for s in validator.validate(raw, [chunk]).sentences]
+    otherwise = next(i for i, t in enumerate(texts) if t.startswith("Otherwise,"))
+    assert texts[otherwise - 1] == "Make sure its name either contains a hyphen or is in PascalCase."
