@@ -182,3 +182,18 @@ def test_a_sentence_that_refers_back_brings_the_sentence_it_refers_to(generator,
     texts = [s.text for s in validator.validate(raw, [chunk]).sentences]
     otherwise = next(i for i, t in enumerate(texts) if t.startswith("Otherwise,"))
     assert texts[otherwise - 1] == "Make sure its name either contains a hyphen or is in PascalCase."
+
+
+def test_the_quote_answer_style_quotes_the_same_units(chunks, generator):
+    from citedocs.generate.openai_compat import EndpointConfig, OpenAICompatibleGenerator
+    from citedocs.generate.quote import QuotingGenerator
+
+    # the LLM only grades and rewrites in this style; answering never calls it (nothing listens here)
+    llm = OpenAICompatibleGenerator(EndpointConfig(base_url="http://127.0.0.1:9/v1", model="unused"))
+    quoting = QuotingGenerator(llm, generator)
+    retrieved = [chunks["library/gzip#gzip.open/1"], chunks["library/gzip#examples-of-usage/1"]]
+    question = "How do I read a gzip-compressed log file line by line?"
+    try:
+        assert quoting.generate(question, retrieved, []).text == generator.generate(question, retrieved, []).text
+    finally:
+        quoting.close()
