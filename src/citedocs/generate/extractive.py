@@ -113,9 +113,10 @@ class ExtractiveGenerator:
         for rank, chunk in enumerate(chunks[: self.chunks_considered]):
             pieces = read_pieces(chunk.text)
             signature = entry_signature(chunk)
+            own = signature.split("\n")[-1] if signature else None
             for position, piece in enumerate(pieces):
                 is_code = piece.kind == "code"
-                if piece.text.strip("`") == signature:
+                if piece.text.strip("`") == own:
                     continue  # an API entry's signature is quoted as code, ahead of the entry's sentences
                 unit = Unit((position,)) if is_code else unit_of(pieces, position)
                 continuation = None
@@ -175,7 +176,7 @@ class ExtractiveGenerator:
                 lines.setdefault((candidate.chunk_rank, -1), f"```\n{signature}\n```\n[{chunk.id}]")
             for i in candidate.unit.indices:
                 piece = pieces[i]
-                if piece.text.strip("`") == signature:
+                if signature is not None and piece.text.strip("`") == signature.split("\n")[-1]:
                     continue  # already quoted, as code
                 if piece.kind == "code":
                     lines.setdefault((candidate.chunk_rank, i), bounded_code(piece.text) + f"\n[{chunk.id}]")
@@ -227,10 +228,13 @@ class ExtractiveGenerator:
         floor = max(self.min_sentence_score, 0.8 * best.score)
         chosen = [best, *(c for c in clause_answers if c is not best)]
         lead = next((c for c in prose if c.chunk_rank == 0), None)  # a section's opening states its point
-        # ... and an API entry at the top leads the answer (its signature comes with it, ``_render``)
-        leads = lead is not None and (lead.score >= 0.7 * best.score or entry_signature(lead.chunk) is not None)
-        if leads and lead not in chosen and len(chosen) < self.max_units:
+        if lead is not None and lead not in chosen and lead.score >= 0.7 * best.score and len(chosen) < self.max_units:
             chosen.append(lead)
+        # the best-ranked API entry among the top chunks is what an API question is about: its first
+        # sentence comes whatever its score (its signature with it, ``_render``)
+        entry = next((c for c in prose if entry_signature(c.chunk) is not None), None)
+        if entry is not None and entry not in chosen and len(chosen) < self.max_units:
+            chosen.append(entry)
         # A sentence that names code (an option, a command, a function: what how-to answers hinge on)
         # qualifies down to 0.6 x the best score and competes for the last slots 0.2 ahead of prose
         # that names none (2026-11-25, every dev set: keyword correctness up on four, down on none).

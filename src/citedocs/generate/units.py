@@ -214,23 +214,34 @@ def bounded_code(code: str) -> str:
     return "\n".join([lines[0], *body[:MAX_CODE_LINES], CODE_CUT_MARK, lines[-1]])
 
 
-def entry_signature(chunk: Chunk) -> str | None:
-    """The signature (or name) of the API entry the chunk belongs to, as the chunk writes it; None
-    for a chunk that is not part of an entry. An entry is a section whose heading holds its anchor
-    (``gzip.open(filename, ...)`` under ``#gzip.open``) or is the last part of a qualified anchor
-    (``Flask.run`` under ``#flask.Flask.run``, ``html_theme`` under ``#confval-html_theme``). A
-    heading that is its own slug (``nginx`` under ``#nginx``) is an ordinary section."""
-    if not chunk.heading_path or not chunk.anchor:
-        return None
-    heading = chunk.heading_path[-1].strip().strip("`")
-    anchor = chunk.anchor
-    named = anchor in heading and ("." in anchor or "(" in heading)
-    suffix = " " not in heading and anchor.endswith(("." + heading, "-" + heading))
-    if not (named or suffix):
-        return None
-    first = chunk.text.split("\n", 1)[0].strip()
-    name = _SIGNATURE_PREFIX.sub("", heading).split("(")[0].rsplit(".", 1)[-1]
-    if first.startswith("`") and first.endswith("`") and name and name in first:
-        return first.strip("`")  # reST: the signature as written, before the description
-    return heading
+def _is_entry(heading: str, anchor: str) -> bool:
+    heading = heading.strip().strip("`")
+    if not heading or not anchor:
+        return False
+    if anchor in heading and ("." in anchor or "(" in heading):
+        return True
+    name = heading.split("(")[0].strip()
+    return bool(name) and " " not in name and anchor.endswith(("." + name, "-" + name))
 
+
+def entry_signature(chunk: Chunk) -> str | None:
+    """The signature (or name) of the API entry the chunk belongs to, as the docs write it, after
+    the signatures of the entries it is part of (a method's class), one a line; None for a chunk
+    that is not part of an entry. An entry is a section whose heading holds its anchor
+    (``gzip.open(filename, ...)`` under ``#gzip.open``) or whose heading's name is the last part of
+    a qualified anchor (``elements()`` under ``#collections.Counter.elements``, ``Flask.run``
+    under ``#flask.Flask.run``, ``html_theme`` under ``#confval-html_theme``). A heading that is
+    its own slug (``nginx`` under ``#nginx``) is an ordinary section."""
+    if not chunk.heading_path or not _is_entry(chunk.heading_path[-1], chunk.anchor):
+        return None
+    own = chunk.heading_path[-1].strip().strip("`")
+    first = chunk.text.split("\n", 1)[0].strip()
+    name = _SIGNATURE_PREFIX.sub("", own).split("(")[0].rsplit(".", 1)[-1]
+    if first.startswith("`") and first.endswith("`") and name and name in first:
+        return first.strip("`")  # reST: the signature as written in the text, before the description
+    outer: list[str] = []  # published HTML: the enclosing entries' headings, which qualify the name
+    for heading, anchor in zip(reversed(chunk.heading_path[:-1]), reversed(chunk.anchor_path[:-1])):
+        if not _is_entry(heading, anchor):
+            break
+        outer.insert(0, heading.strip().strip("`"))
+    return "\n".join([*outer, own])

@@ -123,8 +123,9 @@ class CitationValidator:
         needle = _normalize_code(code)
         sources = sorted(retrieved, key=lambda c: c.id not in cited)  # cited chunks first
         for chunk in sources:
-            source = " ".join([chunk.text, *chunk.heading_path])  # an API entry's heading is its signature
-            if needle and needle in " ".join(source.split()):
+            # an API entry's headings are its signature (with its class's): code may be copied from them too
+            sources = (chunk.text, "\n".join(chunk.heading_path))
+            if needle and any(needle in " ".join(source.split()) for source in sources):
                 decision.action = "kept" if chunk.id in cited else "recited"
                 decision.final_ids = [chunk.id]
                 decision.reason = "code found verbatim in the chunk"
