@@ -230,9 +230,9 @@ class ExtractiveGenerator:
         lead = next((c for c in prose if c.chunk_rank == 0), None)  # a section's opening states its point
         if lead is not None and lead not in chosen and lead.score >= 0.7 * best.score and len(chosen) < self.max_units:
             chosen.append(lead)
-        # the best-ranked API entry among the top chunks is what an API question is about: its first
-        # sentence comes whatever its score (its signature with it, ``_render``)
-        entry = next((c for c in prose if entry_signature(c.chunk) is not None), None)
+        # an API question is about the API entry among the top chunks whose sentence answers it best:
+        # that sentence comes, whatever its score beside other sections' (its signature with it, ``_render``)
+        entry = max((c for c in prose if entry_signature(c.chunk) is not None), key=lambda c: c.score, default=None)
         if entry is not None and entry not in chosen and len(chosen) < self.max_units:
             chosen.append(entry)
         # A sentence that names code (an option, a command, a function: what how-to answers hinge on)
