@@ -28,7 +28,7 @@ from pydocs import PUBLIC_BASE_URL, python_docs_html
 def chunks() -> dict[str, Chunk]:
     folder = python_docs_html()
     out = {}
-    for rel in ("library/gzip.html", "glossary.html", "tutorial/venv.html"):
+    for rel in ("library/gzip.html", "library/collections.html", "glossary.html", "tutorial/venv.html"):
         page = HTML.read(SourceFile(rel, (folder / rel).read_text(encoding="utf-8"), folder, PUBLIC_BASE_URL))
         out.update((c.id, c) for c in chunk_page(page))
     return out
@@ -81,6 +81,15 @@ def test_an_entrys_later_chunk_still_leads_with_the_signature_from_its_heading(c
     assert result.sentences[0].text.startswith("```\ngzip.open(")
     code = next(d for d in result.decisions if d.sentence.startswith("```"))
     assert code.action != "dropped" and code.final_ids == ["library/gzip#gzip.open/2"]  # found in its heading
+
+
+def test_a_methods_signature_is_qualified_by_its_class_entry(chunks, generator, validator):
+    retrieved = [chunks["library/collections#collections.Counter.most_common/1"]]
+    raw = generator.generate("How do I get the three most frequent words with their counts?", retrieved, []).text
+    result = validator.validate(raw, retrieved)
+    assert result.sentences[0].text == "```\nclass collections.Counter([iterable-or-mapping])\nmost_common([n])\n```"
+    assert result.sentences[0].ids == ["library/collections#collections.Counter.most_common/1"]  # copied from its headings
+    assert "most_common([n]) [" not in result.answer  # the entry's own heading line is not quoted again as prose
 
 
 def test_an_announced_example_comes_with_its_code(chunks, generator, validator):
