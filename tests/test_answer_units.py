@@ -206,3 +206,10 @@ def test_the_quote_answer_style_quotes_the_same_units(chunks, generator):
         assert quoting.generate(question, retrieved, []).text == generator.generate(question, retrieved, []).text
     finally:
         quoting.close()
+
+
+def test_a_changelog_version_heading_is_not_an_api_entry():
+    from citedocs.generate.units import entry_signature
+
+    version = made_chunk("9.5.9", "Fixed navigation pruning with tabs and sections enabled", heading="9.5.9 February 10, 2024")
+    assert entry_signature(version) is None

@@ -53,6 +53,7 @@ _REFERS_BACK = re.compile(
     re.IGNORECASE,
 )
 _TERM_END = re.compile(r"[.!?:;,]$")
+_IDENTIFIER = re.compile(r"^[A-Za-z_]")
 _SIGNATURE_PREFIX = re.compile(r"^(?:(?:async|class|exception|static|abstract|final|method|property|classmethod|staticmethod|attribute|data|function|decorator|await)\s+)+")
 
 
@@ -216,8 +217,8 @@ def bounded_code(code: str) -> str:
 
 def _is_entry(heading: str, anchor: str) -> bool:
     heading = heading.strip().strip("`")
-    if not heading or not anchor:
-        return False
+    if not heading or not _IDENTIFIER.match(anchor):
+        return False  # "9.5.9" under "#9.5.9" is a changelog's version, not an API
     if anchor in heading and ("." in anchor or "(" in heading):
         return True
     name = heading.split("(")[0].strip()
