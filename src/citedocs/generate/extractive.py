@@ -22,7 +22,17 @@ from ..validate.markers import with_markers, without_citations
 from ..validate.support import content_terms
 from .base import Generation
 from .prompt import NO_ANSWER
-from .units import Unit, announces, bounded_code, continued, entry_signature, looks_like_term, read_pieces, unit_of
+from .units import (
+    AnswerUnit,
+    Piece,
+    announces,
+    bounded_code,
+    continued,
+    entry_signature,
+    looks_like_term,
+    read_pieces,
+    unit_of,
+)
 
 PROMPT_VERSION = "extractive_v2"  # v2: answer units follow the docs' structure (units.py)
 # A question that asks for an amount: an asking sentence, or its ", and ..." clause, opens with it
@@ -50,6 +60,11 @@ def _score(candidate: _Candidate, similarity: float, asked_terms: set[str]) -> f
 
 def _names_code(candidate: _Candidate) -> bool:
     return "`" in candidate.text
+
+
+def _quoted(piece: Piece, chunk_id: str) -> str:
+    """A piece as the answer quotes it: code as a (bounded) block with the id below it, prose with its marker."""
+    return bounded_code(piece.text) + f"\n[{chunk_id}]" if piece.kind == "code" else with_markers(piece.text, [chunk_id])
 
 
 def _dangles(text: str) -> bool:
@@ -82,10 +97,10 @@ class _Candidate:
     chunk: Chunk
     text: str
     is_code: bool
-    unit: Unit  # what quoting it takes (units.py): a code block is its own unit
+    unit: AnswerUnit  # what quoting it takes (units.py): a code block is its own unit
     ranked_as: int = 0  # the rank its score counts: its chunk's, or that of the chunk it continues
     # an announcement its chunk ends on: the section's next chunk (retrieved too) and what of it comes along
-    continuation: tuple[Chunk, Unit] | None = None
+    continuation: tuple[Chunk, AnswerUnit] | None = None
     score: float = 0.0
 
 
@@ -118,7 +133,7 @@ class ExtractiveGenerator:
                 is_code = piece.kind == "code"
                 if piece.text.strip("`") == own:
                     continue  # an API entry's signature is quoted as code, ahead of the entry's sentences
-                unit = Unit((position,)) if is_code else unit_of(pieces, position)
+                unit = AnswerUnit((position,)) if is_code else unit_of(pieces, position)
                 continuation = None
                 if unit is None and position == len(pieces) - 1:
                     cut_short.setdefault(piece.text, rank)
@@ -126,7 +141,7 @@ class ExtractiveGenerator:
                     rest = continued(piece, read_pieces(following.text)) if following else None
                     if rest is None:
                         continue
-                    unit, continuation = Unit((position,)), (following, rest)
+                    unit, continuation = AnswerUnit((position,)), (following, rest)
                 if unit is None:
                     continue
                 if not is_code and len(content_terms(piece.text)) < 3:
@@ -178,21 +193,19 @@ class ExtractiveGenerator:
                 piece = pieces[i]
                 if signature is not None and piece.text.strip("`") == signature.split("\n")[-1]:
                     continue  # already quoted, as code
-                if piece.kind == "code":
-                    lines.setdefault((candidate.chunk_rank, i), bounded_code(piece.text) + f"\n[{chunk.id}]")
-                elif piece.text not in quoted:
+                if piece.kind == "code" or piece.text not in quoted:
                     quoted.add(piece.text)
-                    lines.setdefault((candidate.chunk_rank, i), with_markers(piece.text, ids))
+                    lines.setdefault((candidate.chunk_rank, i), _quoted(piece, chunk.id))
             if candidate.unit.cut:
                 lines.setdefault((candidate.chunk_rank, candidate.unit.indices[-1] + 0.5), with_markers(CUT_MARK, ids))
             if candidate.continuation is not None:  # right after the announcement, cited to the next chunk
                 following, rest = candidate.continuation
                 key = candidate.unit.indices[-1]
+                step = 1 / (len(rest.indices) + 2)  # their keys fall between the announcement's and the next piece's
                 for n, piece in enumerate(read_pieces(following.text)[i] for i in rest.indices):
-                    text = bounded_code(piece.text) + f"\n[{following.id}]" if piece.kind == "code" else with_markers(piece.text, [following.id])
-                    lines.setdefault((candidate.chunk_rank, key + (n + 1) / (len(rest.indices) + 2)), text)
+                    lines.setdefault((candidate.chunk_rank, key + (n + 1) * step), _quoted(piece, following.id))
                 if rest.cut:
-                    lines.setdefault((candidate.chunk_rank, key + 1 - 1 / (len(rest.indices) + 2)), with_markers(CUT_MARK, [following.id]))
+                    lines.setdefault((candidate.chunk_rank, key + 1 - step), with_markers(CUT_MARK, [following.id]))
         ordered = [lines[key] for key in sorted(lines)]
         # an announcement, or a term whose definition was quoted from another chunk, says nothing last
         while ordered and not ordered[-1].startswith("```") and _dangles(without_citations(ordered[-1]).strip()):

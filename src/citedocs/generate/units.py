@@ -45,7 +45,11 @@ _ANNOUNCES = re.compile(
     r"(?::|\b(?:like so|like this|as follows|the following|for example|for instance|e\.g\.|below)[.:]?)$", re.IGNORECASE
 )
 # ... or that points at what comes next: "The following example ...", "Here is an example of ..."
-_POINTS_AHEAD = re.compile(r"^(?:the following (?:example|code|snippet|configuration)|here(?: is|'s| are) (?:an?|the|some) (?:\w+ )?examples?|(?:see )?the example below)\b", re.IGNORECASE)
+_POINTS_AHEAD = re.compile(
+    r"^(?:the following (?:example|code|snippet|configuration)|here(?: is|'s| are) (?:an?|the|some) (?:\w+ )?examples?|"
+    r"(?:see )?the example below)\b",
+    re.IGNORECASE,
+)
 # a sentence that cannot stand without the one before it
 _REFERS_BACK = re.compile(
     r"^(?:this|that|these|those|they|then|otherwise|instead|however|in (?:this|that|the above|such a) (?:case|example)|"
@@ -54,7 +58,10 @@ _REFERS_BACK = re.compile(
 )
 _TERM_END = re.compile(r"[.!?:;,]$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_]")
-_SIGNATURE_PREFIX = re.compile(r"^(?:(?:async|class|exception|static|abstract|final|method|property|classmethod|staticmethod|attribute|data|function|decorator|await)\s+)+")
+_SIGNATURE_PREFIX = re.compile(  # the words Sphinx writes before an entry's name
+    r"^(?:(?:async|class|exception|static|abstract|final|method|property|classmethod|staticmethod|attribute|data|"
+    r"function|decorator|await)\s+)+"
+)
 
 
 @dataclass(frozen=True)
@@ -85,7 +92,8 @@ def read_pieces(text: str) -> tuple[Piece, ...]:
         elif item:
             kind, number, body = "item", None, block[item.end() :]
         else:
-            kind, number = ("row" if " | " in block or block.startswith("|") else "prose"), None
+            cells = re.sub(r"`[^`]*`", "", block)  # a `a | b` in code is no table row
+            kind, number = ("row" if " | " in cells or cells.startswith("|") else "prose"), None
             body = block
         sentences = split_sentences(body)
         for n, sentence in enumerate(sentences):
@@ -114,7 +122,9 @@ def _run(pieces: tuple[Piece, ...], start: int) -> list[int]:
 
 def _run_start(pieces: tuple[Piece, ...], i: int) -> int:
     kind = pieces[i].kind
-    while i > 0 and (pieces[i - 1].kind == kind or (kind == "step" and pieces[i - 1].kind == "code" and i > 1 and pieces[i - 2].kind == "step")):
+    while i > 0 and (
+        pieces[i - 1].kind == kind or (kind == "step" and pieces[i - 1].kind == "code" and i > 1 and pieces[i - 2].kind == "step")
+    ):
         i -= 1
     return i
 
@@ -124,43 +134,43 @@ def _lines(pieces: tuple[Piece, ...], indices: list[int]) -> int:
 
 
 @dataclass(frozen=True)
-class Unit:
+class AnswerUnit:
     indices: tuple[int, ...]  # the chunk's pieces it quotes, in order
     cut: bool = False  # a list or table that goes on past ``MAX_ITEMS``: the cut mark follows it
 
 
-def _steps(pieces: tuple[Piece, ...], i: int) -> Unit | None:
+def _steps(pieces: tuple[Piece, ...], i: int) -> AnswerUnit | None:
     start = _run_start(pieces, i)
     run = _run(pieces, start)
     if pieces[start].number != 1 or _lines(pieces, [j for j in run if pieces[j].kind == "step"]) > MAX_ITEMS:
         return None
     lead = [start - 1] if start > 0 and pieces[start - 1].kind == "prose" and announces(pieces[start - 1].text) else []
-    return Unit((*lead, *run))
+    return AnswerUnit((*lead, *run))
 
 
-def _announced(pieces: tuple[Piece, ...], i: int) -> Unit | None:
+def _announced(pieces: tuple[Piece, ...], i: int) -> AnswerUnit | None:
     """What the announcement at ``i`` announces, bounded; None when its chunk ends before it."""
     j = i + 1
     if j >= len(pieces):
         return None
     following = pieces[j]
     if following.kind == "code":
-        return Unit((j,))
+        return AnswerUnit((j,))
     if following.kind == "step":
         return _steps(pieces, j)
     if following.kind in ("item", "row"):
         run = _run(pieces, j)
         lines = sorted({pieces[k].line for k in run})
         kept = [k for k in run if pieces[k].line in lines[:MAX_ITEMS]]
-        return Unit(tuple(kept), cut=len(lines) > MAX_ITEMS)
+        return AnswerUnit(tuple(kept), cut=len(lines) > MAX_ITEMS)
     if announces(following.text):
         return None  # two announcements in a row: what they announce is further than one piece
     if _POINTS_AHEAD.match(pieces[i].text):
         # "Here is an example of X. It does Y." then the example: the sentence between comes along
         if j + 1 < len(pieces) and pieces[j + 1].kind == "code":
-            return Unit((j, j + 1))
+            return AnswerUnit((j, j + 1))
         return None  # the example it points at is not in this chunk
-    return Unit((j,))
+    return AnswerUnit((j,))
 
 
 def looks_like_term(text: str) -> bool:
@@ -183,7 +193,7 @@ def _antecedent(pieces: tuple[Piece, ...], i: int) -> list[int]:
     return [i - 1] if previous.kind == "prose" else []
 
 
-def unit_of(pieces: tuple[Piece, ...], i: int) -> Unit | None:
+def unit_of(pieces: tuple[Piece, ...], i: int) -> AnswerUnit | None:
     """The unit that quoting piece ``i`` takes, or None when it cannot be quoted whole."""
     piece = pieces[i]
     if piece.kind == "step":
@@ -193,17 +203,17 @@ def unit_of(pieces: tuple[Piece, ...], i: int) -> Unit | None:
         after = _announced(pieces, i)
         if after is None:
             return None
-        return Unit((*before, i, *after.indices), after.cut)
-    return Unit((*before, i))
+        return AnswerUnit((*before, i, *after.indices), after.cut)
+    return AnswerUnit((*before, i))
 
 
-def continued(announcement: Piece, following: tuple[Piece, ...]) -> Unit | None:
+def continued(announcement: Piece, following: tuple[Piece, ...]) -> AnswerUnit | None:
     """What an announcement its chunk ends on announces at the start of the section's next chunk
     (``following``, its pieces): indices into the next chunk, or None."""
     if not announcement.last or not announces(announcement.text) or not following:
         return None
     unit = _announced((announcement, *following), 0)
-    return Unit(tuple(i - 1 for i in unit.indices), unit.cut) if unit else None
+    return AnswerUnit(tuple(i - 1 for i in unit.indices), unit.cut) if unit else None
 
 
 def bounded_code(code: str) -> str:
