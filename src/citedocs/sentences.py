@@ -21,13 +21,20 @@ _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "approx.", "cf.")
 _SENTENCE_END = re.compile(r"""[.!?]+["')\]]*((?:\s*\[[^\[\]\n]+\])*)(?=\s+|$)""")
 
 
+# Where a quote was cut short: a line of its own after a list or table (cited like the unit it
+# follows), or the last line inside a code block (generate/units.py; the validator knows both).
+CUT_MARK = "(…)"
+CODE_CUT_MARK = "…"
+
+
 @dataclass(frozen=True)
 class Unit:
     text: str
     is_code: bool = False
 
 
-def _split_prose(line: str) -> list[str]:
+def split_sentences(line: str) -> list[str]:
+    """One prose line cut into sentences."""
     sentences: list[str] = []
     start = 0
     for match in _SENTENCE_END.finditer(line):
@@ -45,26 +52,29 @@ def _split_prose(line: str) -> list[str]:
     return sentences
 
 
-def split_units(text: str) -> list[Unit]:
-    units: list[Unit] = []
+def split_lines(text: str) -> list[tuple[str, bool]]:
+    """The text's blocks in order, as ``split_units`` reads them: each fenced code block whole
+    (``True``), each non-empty prose line stripped of indentation and quote marks (``False``)."""
+    out: list[tuple[str, bool]] = []
     position = 0
-    for fence in _FENCE.finditer(text):
-        units.extend(_prose_units(text[position : fence.start()]))
-        units.append(Unit(fence.group(0).strip(), is_code=True))
-        position = fence.end()
-    units.extend(_prose_units(text[position:]))
-    return units
+    for fence in [*_FENCE.finditer(text), None]:
+        prose = text[position : fence.start() if fence else len(text)]
+        for line in prose.splitlines():
+            line = line.strip().lstrip(">").strip()
+            if line:
+                out.append((line, False))
+        if fence:
+            out.append((fence.group(0).strip(), True))
+            position = fence.end()
+    return out
 
 
-def _prose_units(text: str) -> list[Unit]:
-    units: list[Unit] = []
-    for line in text.splitlines():
-        line = line.strip().lstrip(">").strip()
-        if not line:
-            continue
-        for sentence in _split_prose(line):
-            units.append(Unit(sentence))
-    return units
+def split_units(text: str) -> list[Unit]:
+    return [
+        Unit(block, is_code=True) if is_code else Unit(sentence)
+        for block, is_code in split_lines(text)
+        for sentence in ([block] if is_code else split_sentences(block))
+    ]
 
 
 _FENCE_LINE = re.compile(r"^```", re.M)

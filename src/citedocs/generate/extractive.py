@@ -16,15 +16,25 @@ import numpy as np
 from ..contract import HistoryTurn
 from ..models.embedding_cache import EmbeddingCache, question_vector
 from ..models.encoders import BiEncoder
-from ..sentences import asked_clauses, split_units
-from ..markers import with_markers
+from ..markers import with_markers, without_citations
+from ..sentences import CUT_MARK, asked_clauses
 from ..text import content_terms
 from ..types import Chunk
 from .base import Generation
 from .prompt import NO_ANSWER
+from .units import (
+    AnswerUnit,
+    Piece,
+    announces,
+    bounded_code,
+    continued,
+    entry_signature,
+    looks_like_term,
+    read_pieces,
+    unit_of,
+)
 
-PROMPT_VERSION = "extractive_v1"
-_LIST_MARKER = re.compile(r"^(?:[-*+]|\d+\.)\s+")
+PROMPT_VERSION = "extractive_v2"  # v2: answer units follow the docs' structure (units.py)
 # A question that asks for an amount: an asking sentence, or its ", and ..." clause, opens with it
 # ("How long does the PIN stay valid, and how many attempts ...?"); "How can I see how many ..." does not.
 _ASKS_AMOUNT = re.compile(
@@ -45,11 +55,39 @@ _CODE_BONUS = 0.2  # how far ahead a sentence naming code competes (see ``_choos
 def _score(candidate: _Candidate, similarity: float, asked_terms: set[str]) -> float:
     """How well a sentence answers: its meaning, the asked words it repeats, and its chunk's rank."""
     overlap = len(asked_terms & content_terms(candidate.text)) / max(1, len(asked_terms))
-    return 0.6 * similarity + 0.4 * overlap - 0.05 * candidate.chunk_rank
+    return 0.6 * similarity + 0.4 * overlap - 0.05 * candidate.ranked_as
 
 
 def _names_code(candidate: _Candidate) -> bool:
     return "`" in candidate.text
+
+
+def _quoted(piece: Piece, chunk_id: str) -> str:
+    """A piece as the answer quotes it: code as a (bounded) block with the id below it, prose with its marker."""
+    return bounded_code(piece.text) + f"\n[{chunk_id}]" if piece.kind == "code" else with_markers(piece.text, [chunk_id])
+
+
+def _dangles(text: str) -> bool:
+    return announces(text) or looks_like_term(text)
+
+
+def _carries_code(candidate: _Candidate) -> bool:
+    pieces = read_pieces(candidate.chunk.text)
+    if candidate.continuation is not None:
+        following, rest = candidate.continuation
+        return any(read_pieces(following.text)[i].kind == "code" for i in rest.indices)
+    return any(pieces[i].kind == "code" for i in candidate.unit.indices)
+
+
+def _next_chunks(chunks: Sequence[Chunk]) -> dict[str, Chunk]:
+    """Each retrieved chunk's successor in its section (``page#anchor/2`` after ``/1``), where retrieved too."""
+    by_id = {c.id: c for c in chunks}
+    out = {}
+    for chunk in chunks:
+        base, _, n = chunk.id.rpartition("/")
+        if n.isdigit() and f"{base}/{int(n) + 1}" in by_id:
+            out[chunk.id] = by_id[f"{base}/{int(n) + 1}"]
+    return out
 
 
 @dataclass
@@ -59,6 +97,10 @@ class _Candidate:
     chunk: Chunk
     text: str
     is_code: bool
+    unit: AnswerUnit  # what quoting it takes (units.py): a code block is its own unit
+    ranked_as: int = 0  # the rank its score counts: its chunk's, or that of the chunk it continues
+    # an announcement its chunk ends on: the section's next chunk (retrieved too) and what of it comes along
+    continuation: tuple[Chunk, AnswerUnit] | None = None
     score: float = 0.0
 
 
@@ -74,22 +116,43 @@ class ExtractiveGenerator:
         self.chunks_considered = chunks_considered
 
     def _candidates(self, chunks: Sequence[Chunk]) -> list[_Candidate]:
-        """The quotable units of the top chunks. Consecutive chunks of a section overlap, so a sentence
-        repeated in a later chunk is left out: quoted twice, it would fill a slot and say nothing new.
-        (Code stays: a sample is quoted once at most, after the sentence that leads into it.)"""
+        """The quotable pieces of the top chunks, each with the unit quoting it takes. Consecutive
+        chunks of a section overlap, so a sentence repeated in a later chunk is left out: quoted
+        twice, it would fill a slot and say nothing new. A sentence that cannot be quoted whole (an
+        announcement of what its chunk no longer holds, a step of a procedure the chunk holds only
+        part of) is left out too. (Code stays: a sample is quoted once at most.)"""
         out = []
         seen: set[str] = set()
+        cut_short: dict[str, int] = {}  # announcements a chunk ends on, by the rank of that chunk
+        next_chunk = _next_chunks(chunks)
         for rank, chunk in enumerate(chunks[: self.chunks_considered]):
-            for position, unit in enumerate(split_units(chunk.text)):
-                text = unit.text if unit.is_code else _LIST_MARKER.sub("", unit.text)
-                if unit.is_code and text.count("\n") > 14:
-                    continue  # long samples are better read at the source
-                if not unit.is_code and len(content_terms(text)) < 3:
-                    continue  # fragments like "For example:" carry no claim
-                if not unit.is_code and text in seen:
+            pieces = read_pieces(chunk.text)
+            signature = entry_signature(chunk)
+            own = signature.split("\n")[-1] if signature else None
+            for position, piece in enumerate(pieces):
+                is_code = piece.kind == "code"
+                if piece.text.strip("`") == own:
+                    continue  # an API entry's signature is quoted as code, ahead of the entry's sentences
+                unit = AnswerUnit((position,)) if is_code else unit_of(pieces, position)
+                continuation = None
+                if unit is None and position == len(pieces) - 1:
+                    cut_short.setdefault(piece.text, rank)
+                    following = next_chunk.get(chunk.id)
+                    rest = continued(piece, read_pieces(following.text)) if following else None
+                    if rest is None:
+                        continue
+                    unit, continuation = AnswerUnit((position,)), (following, rest)
+                if unit is None:
                     continue
-                seen.add(text)
-                out.append(_Candidate(rank, position, chunk, text, unit.is_code))
+                if not is_code and len(content_terms(piece.text)) < 3:
+                    continue  # fragments like "For example:" carry no claim
+                if not is_code and piece.text in seen:
+                    continue
+                seen.add(piece.text)
+                # the chunker repeats a chunk's last lines at the next chunk's start: an announcement
+                # the earlier chunk ended on is quoted from the later one, as highly as it ranked there
+                ranked_as = cut_short.get(piece.text, rank)
+                out.append(_Candidate(rank, position, chunk, piece.text, is_code, unit, ranked_as, continuation))
         return out
 
     def generate(self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn]) -> Generation:
@@ -111,9 +174,43 @@ class ExtractiveGenerator:
             if stated is None or stated.score < self.min_sentence_score:
                 return self._decline("no sentence in the retrieved docs states the amount the question asks for")
             chosen.append(stated)
-        chosen.sort(key=lambda c: (c.chunk_rank, c.position))
-        lines = [c.text + f"\n[{c.chunk.id}]" if c.is_code else with_markers(c.text, [c.chunk.id]) for c in chosen]
-        return Generation(text="\n".join(lines), backend=self.name, model=self.model, prompt_version=PROMPT_VERSION)
+        return Generation(text=self._render(chosen), backend=self.name, model=self.model, prompt_version=PROMPT_VERSION)
+
+    @staticmethod
+    def _render(chosen: list[_Candidate]) -> str:
+        """The chosen pieces' units in the docs' order, each piece cited to its chunk: an API
+        entry's signature first, a cut list or table followed by the cut mark, a sentence two
+        chunks share once, and never an announcement last."""
+        lines: dict[tuple[int, float], str] = {}
+        quoted: set[str] = set()
+        for candidate in sorted(chosen, key=lambda c: (c.chunk_rank, c.position)):
+            chunk, ids = candidate.chunk, [candidate.chunk.id]
+            pieces = read_pieces(chunk.text)
+            signature = entry_signature(chunk)
+            if signature is not None:
+                lines.setdefault((candidate.chunk_rank, -1), f"```\n{signature}\n```\n[{chunk.id}]")
+            for i in candidate.unit.indices:
+                piece = pieces[i]
+                if signature is not None and piece.text.strip("`") == signature.split("\n")[-1]:
+                    continue  # already quoted, as code
+                if piece.kind == "code" or piece.text not in quoted:
+                    quoted.add(piece.text)
+                    lines.setdefault((candidate.chunk_rank, i), _quoted(piece, chunk.id))
+            if candidate.unit.cut:
+                lines.setdefault((candidate.chunk_rank, candidate.unit.indices[-1] + 0.5), with_markers(CUT_MARK, ids))
+            if candidate.continuation is not None:  # right after the announcement, cited to the next chunk
+                following, rest = candidate.continuation
+                key = candidate.unit.indices[-1]
+                step = 1 / (len(rest.indices) + 2)  # their keys fall between the announcement's and the next piece's
+                for n, piece in enumerate(read_pieces(following.text)[i] for i in rest.indices):
+                    lines.setdefault((candidate.chunk_rank, key + (n + 1) * step), _quoted(piece, following.id))
+                if rest.cut:
+                    lines.setdefault((candidate.chunk_rank, key + 1 - step), with_markers(CUT_MARK, [following.id]))
+        ordered = [lines[key] for key in sorted(lines)]
+        # an announcement, or a term whose definition was quoted from another chunk, says nothing last
+        while ordered and not ordered[-1].startswith("```") and _dangles(without_citations(ordered[-1]).strip()):
+            ordered.pop()
+        return "\n".join(ordered)
 
     def _clause_answers(self, question: str, candidates: list[_Candidate], vectors: np.ndarray) -> list[_Candidate]:
         """For a question that asks several things ("what command ..., and is there a conventional
@@ -146,6 +243,11 @@ class ExtractiveGenerator:
         lead = next((c for c in prose if c.chunk_rank == 0), None)  # a section's opening states its point
         if lead is not None and lead not in chosen and lead.score >= 0.7 * best.score and len(chosen) < self.max_units:
             chosen.append(lead)
+        # an API question is about the API entry among the top chunks whose sentence answers it best:
+        # that sentence comes, whatever its score beside other sections' (its signature with it, ``_render``)
+        entry = max((c for c in prose if entry_signature(c.chunk) is not None), key=lambda c: c.score, default=None)
+        if entry is not None and entry not in chosen and len(chosen) < self.max_units:
+            chosen.append(entry)
         # A sentence that names code (an option, a command, a function: what how-to answers hinge on)
         # qualifies down to 0.6 x the best score and competes for the last slots 0.2 ahead of prose
         # that names none (2026-11-25, every dev set: keyword correctness up on four, down on none).
@@ -155,7 +257,7 @@ class ExtractiveGenerator:
             key=lambda c: -(c.score + _CODE_BONUS * _names_code(c)),
         )
         chosen += rest[: max(0, self.max_units - 1 - len(chosen))]
-        code = self._code_sample(chosen, candidates)
+        code = None if any(c.is_code or _carries_code(c) for c in chosen) else self._code_sample(chosen, candidates)
         if code:
             chosen.append(code)
         return chosen

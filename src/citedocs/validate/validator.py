@@ -4,7 +4,7 @@ Guarantees, in order:
 1. an id that was not retrieved for this request never reaches the user;
 2. a sentence without a valid citation is dropped;
 3. a sentence its cited chunks do not support is re-cited to a retrieved chunk that does, or dropped;
-4. code must be copied from a retrieved chunk;
+4. code must be copied from a retrieved chunk (its text, or its heading: an API entry's signature);
 5. if nothing verifiable remains, the answer becomes a refusal.
 Every decision is recorded for the trace.
 """
@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..contract import RefusalReason
 from ..generate.prompt import NO_ANSWER
-from ..sentences import Unit, split_units
+from ..sentences import CODE_CUT_MARK, CUT_MARK, Unit, split_units
 from ..types import Chunk
 from ..markers import parse_markers, with_markers
 from .support import SupportChecker, content_terms
@@ -70,8 +70,13 @@ class ValidationResult:
 
 
 def _normalize_code(text: str) -> str:
+    """The code's lines as one space-separated run, without its fence or the cut mark that ends a
+    block quoted only in part (its lines up to the cut must still be the source's, verbatim)."""
     body = re.sub(r"^```[^\n]*\n|\n?```$", "", text.strip())
-    return " ".join(body.split())
+    lines = body.split("\n")
+    if len(lines) > 1 and lines[-1].strip() == CODE_CUT_MARK:
+        lines.pop()
+    return " ".join(" ".join(lines).split())
 
 
 def parse_no_answer(raw: str) -> str | None:
@@ -108,7 +113,8 @@ class CitationValidator:
         if not parsed.text or not re.search(r"\w", parsed.text):
             decision.reason = "empty after removing markers"
         elif unit.is_code:
-            self._check_code(parsed.text, valid, retrieved, decision)
+            decision.sentence = unit.text.strip()  # code as written: its indentation and its ``a[1]`` kept
+            self._check_code(decision.sentence, valid, retrieved, decision)
         else:
             self._check_claim(parsed.text, valid, retrieved, by_id, decision)
         return decision
@@ -117,7 +123,9 @@ class CitationValidator:
         needle = _normalize_code(code)
         sources = sorted(retrieved, key=lambda c: c.id not in cited)  # cited chunks first
         for chunk in sources:
-            if needle and needle in " ".join(chunk.text.split()):
+            # an API entry's headings are its signature (with its class's): code may be copied from them too
+            sources = (chunk.text, "\n".join(chunk.heading_path))
+            if needle and any(needle in " ".join(source.split()) for source in sources):
                 decision.action = "kept" if chunk.id in cited else "recited"
                 decision.final_ids = [chunk.id]
                 decision.reason = "code found verbatim in the chunk"
@@ -168,11 +176,27 @@ class ValidationSession:
             self.declined = True
         if self.declined:
             return None
+        if parse_markers(unit.text).text == CUT_MARK:
+            return self._cut_mark()
         decision = self.validator.check_unit(unit, self.retrieved, self.by_id)
         self.decisions.append(decision)
         if decision.action == "dropped":
             return None
         sentence = AcceptedSentence(decision.sentence, decision.final_ids)
+        self.accepted.append(sentence)
+        return sentence
+
+    def _cut_mark(self) -> AcceptedSentence | None:
+        """``(…)`` says the list or table above goes on in the docs: it stands only right after a
+        unit that was kept, cited as that unit is; it states nothing, so nothing else is checked."""
+        last = self.decisions[-1] if self.decisions else None
+        decision = Decision(sentence=CUT_MARK, action="dropped", reason="cut mark after a dropped unit")
+        if last is not None and last.action != "dropped":
+            decision.action, decision.final_ids, decision.reason = "kept", list(last.final_ids), "cut mark of the unit above"
+        self.decisions.append(decision)
+        if decision.action == "dropped":
+            return None
+        sentence = AcceptedSentence(CUT_MARK, decision.final_ids)
         self.accepted.append(sentence)
         return sentence
 
