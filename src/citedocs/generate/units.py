@@ -110,8 +110,8 @@ def _run(pieces: tuple[Piece, ...], start: int) -> list[int]:
     while i < len(pieces):
         if pieces[i].kind == kind:
             run.append(i)
-        elif kind == "step" and pieces[i].kind == "code" and i + 1 < len(pieces) and pieces[i + 1].kind == "step":
-            run.append(i)
+        elif kind == "step" and pieces[i].kind == "code" and pieces[i - 1].kind == "step":
+            run.append(i)  # a step's own code block, also after the last step the chunk holds
         else:
             break
         i += 1
