@@ -453,6 +453,10 @@ def serve(
         services.retriever  # load the models before accepting traffic
     pruned = services.prune_traces()
     services.keep_pruning(RETENTION_EVERY_S, threading.Event())
+    if config.setting("sync_worker") == "on":  # sync jobs and schedules in this process (docs/how-to/keep-in-sync.md)
+        from .sync.worker import start_in_process
+
+        start_in_process(services)
     auth = "API keys required" if config.setting("auth") == "required" else "no auth (local use)"
     logging.getLogger("citedocs.serve").info(
         f"citedocs on http://{host}:{port} (API docs: /docs; {auth}; {workers} worker(s), backend {kind})",
