@@ -4,9 +4,11 @@
   ``GET /admin/corpora``, ``POST /admin/corpora/{name}/sync``, ``POST /admin/corpora/{name}/archive``,
   ``GET /admin/jobs``, ``GET /admin/jobs/{id}``;
 - the signed webhook ``POST /hooks/corpora/{name}`` (no key: the HMAC signature is the credential).
+
+No ``from __future__ import annotations`` here: the routes' ``AdminKey`` is built inside
+``create_router``, and FastAPI must see it as an object, not as a name to look up in this module.
 """
 
-from __future__ import annotations
 
 import math
 from collections.abc import Callable

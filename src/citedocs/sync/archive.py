@@ -79,7 +79,7 @@ def inspect(data: bytes, limits: Limits) -> ArchiveReport:
     """Check every entry; raise ArchiveRejected with the report's problems if any."""
     report = ArchiveReport(_kind(data))
     try:
-        entries = _zip_entries(data) if report.kind == "zip" else _tar_entries(data)
+        entries = list(_zip_entries(data) if report.kind == "zip" else _tar_entries(data))
     except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, ValueError) as exc:
         raise ArchiveRejected(f"the {report.kind} archive is corrupt or truncated ({exc}); upload it again", []) from None
     for name, kind, size, packed in entries:
@@ -110,10 +110,10 @@ def inspect(data: bytes, limits: Limits) -> ArchiveReport:
 def _zip_entries(data: bytes):
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         for info in archive.infolist():
-            mode = info.external_attr >> 16
+            mode = info.external_attr >> 16  # Unix mode bits, when the zip was made on Unix (else 0)
             if stat.S_ISLNK(mode):
                 kind = "symlink"
-            elif mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            elif stat.S_IFMT(mode) and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                 kind = "special file"
             else:
                 kind = "dir" if info.is_dir() else "file"
