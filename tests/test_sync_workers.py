@@ -131,3 +131,59 @@ def test_two_workers_on_postgresql_share_the_queue_and_a_killed_ones_job_is_not_
     assert retried.attempts == 2 and retried.worker != victim.worker
     assert all(j.attempts == 1 for j in ended if j.id != victim.id)  # no job ran twice
     assert len({j.worker for j in ended}) >= 2  # the work was shared
+
+
+@pytest.fixture
+def own_postgres(tmp_path_factory) -> tuple[str, Path]:
+    """A PostgreSQL server of this test's own (it is restarted mid-job), and its data folder."""
+    import tempfile
+
+    from conftest import ROOT, fresh_database
+    from fake_llm import free_port
+
+    data = Path(tempfile.mkdtemp(prefix="citedocs-test-pg-restart-")) / "data"
+    port = free_port()
+    script = [sys.executable, str(ROOT / "scripts" / "local_postgres.py")]
+    url = subprocess.run([*script, "start", str(data), "--port", str(port), "--fast"], check=True, capture_output=True, text=True).stdout.strip()
+    try:
+        yield fresh_database(url, "restart"), data, port
+    finally:
+        subprocess.run([*script, "stop", str(data)], check=False, capture_output=True)
+
+
+def test_the_database_restarting_mid_job_leaves_the_live_version_and_the_job_ends(own_postgres, tmp_path, monkeypatch):
+    from conftest import ROOT
+    from citedocs.index.postgres import PostgresStore
+
+    url, data, port = own_postgres
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("CITEDOCS_HOME", str(home))
+    syncs = Syncs(Services(store=PostgresStore(url)))
+    try:
+        live = corpus_with_an_edit(syncs, tmp_path, "restarted")
+        job, _ = syncs.start("restarted", "admin")
+        worker = start_worker(syncs, home, CITEDOCS_FAULT_PAUSE_IN_EMBED="6")
+        try:
+            wait_until(lambda: syncs.job(job.id).progress.get("phase") == "embed", 180, "the worker to embed")
+            script = [sys.executable, str(ROOT / "scripts" / "local_postgres.py")]
+            subprocess.run([*script, "stop", str(data)], check=True, capture_output=True)
+            time.sleep(8)  # the worker's write finds the database gone
+            subprocess.run([*script, "start", str(data), "--port", str(port), "--fast"], check=True, capture_output=True)
+
+            def ended():
+                try:
+                    current = syncs.job(job.id)
+                except Exception:  # this test's own pool reconnecting
+                    return None
+                return current if current.status not in ("queued", "running") else None
+
+            done = wait_until(ended, 240, "the job to end after the restart")
+        finally:
+            stop(worker)
+        assert done.status == "succeeded", done
+        assert done.attempts == 2  # the run that met the outage was queued again, not failed
+        assert syncs.services.corpus("restarted").version != live
+        assert syncs.services.search("zebra crossing", "restarted", 3).hits[0].chunk.doc_path == "guides/zebra.mdx"
+    finally:
+        syncs.store.close()
