@@ -204,3 +204,50 @@ def test_cli_ingest_remembers_the_folder_and_sync_reads_it_again(tmp_home, small
     assert '"status": "succeeded"' in listed.output
     unknown = runner.invoke(cli, ["sync", "nope"], env=env)
     assert unknown.exit_code == 2 and "unknown corpus 'nope'" in unknown.output
+
+
+GATE_CASES = [
+    {"id": "gate-1", "question": "How do I deploy my Astro site to Heroku?", "bucket": "answerable", "should_refuse": False,
+     "expected_sources": [HEROKU]},
+    {"id": "gate-2", "question": "How can I import YAML files in Astro?", "bucket": "answerable", "should_refuse": False,
+     "expected_sources": ["recipes/add-yaml-support.mdx"]},
+]
+
+
+def test_the_release_gate_switches_a_version_that_holds_its_floors_and_holds_one_that_does_not(syncs, small_docs, tmp_path):
+    import json
+
+    cases = tmp_path / "gate.jsonl"
+    cases.write_text("".join(json.dumps(c) + "\n" for c in GATE_CASES))
+    live = ingested(syncs, small_docs)
+    syncs.set_source(CORPUS, "folder", str(small_docs), {"eval": str(cases), "floors": {"retrieval_recall@8": 1.0}})
+
+    write_docs(small_docs, {NEW_PAGE: ZEBRA})
+    passed = run_sync(syncs)
+    gate = passed.report["gate"]
+    assert passed.status == "succeeded" and gate["passed"] and gate["candidate"] == {"retrieval_recall@8": 1.0}
+    assert gate["live"] == {"retrieval_recall@8": 1.0} and passed.report["switched"]
+    switched = syncs.services.corpus(CORPUS).version
+    assert switched != live and switched == passed.report["version"]
+    assert syncs.services.search("zebra crossing", CORPUS, 3).hits[0].chunk.doc_path == NEW_PAGE
+
+    (small_docs / HEROKU).unlink()  # a docs change that loses an answer
+    held = run_sync(syncs)
+    gate = held.report["gate"]
+    assert held.status == "held" and not gate["passed"] and not held.report["switched"]
+    assert gate["candidate"]["retrieval_recall@8"] == 0.5 and gate["live"]["retrieval_recall@8"] == 1.0
+    assert any("FAILS" in line and "live 1.000" in line for line in gate["lines"])
+    assert syncs.services.corpus(CORPUS).version == switched == held.report["version"]
+    assert held.report["candidate_version"] != switched
+    assert any(h.chunk.doc_path == HEROKU for h in syncs.services.search("deploy to Heroku", CORPUS, 3).hits)
+    assert [c.name for c in syncs.services.corpora("default")] == [CORPUS]  # the candidate is no tenant's
+
+
+def test_a_release_gate_needs_known_floor_metrics():
+    from citedocs.sync.service import release_floors
+
+    with pytest.raises(SourceError, match="unknown floor metric 'accuracy'"):
+        release_floors(["accuracy=0.9"], Path("cases.jsonl"))
+    with pytest.raises(SourceError, match="--floor needs --eval"):
+        release_floors(["mrr=0.5"], None)
+    assert release_floors(["mrr=0.5", "refusal_recall=0.8"], Path("cases.jsonl")) == {"mrr": 0.5, "refusal_recall": 0.8}

@@ -53,7 +53,7 @@ def _services():
     return Services.open()
 
 
-PHASE_LABELS = {"parse": "parsing files", "embed": "embedding chunks"}
+PHASE_LABELS = {"parse": "parsing files", "embed": "embedding chunks", "eval": "release gate eval"}
 
 
 class PlainProgress:

@@ -18,9 +18,10 @@ from pathlib import Path
 from .. import config
 from ..index.store import CorpusOwnedByOtherTenant, CorpusSource, SyncJob
 from ..ingest.crawl import CrawlSettings, crawl_scope
+from ..ingest.admission import remembered_policy
 from ..ingest.pipeline import IngestReport, ProgressFn
 from ..service import Services, UnknownCorpus, check_name
-from . import archive, sources, webhook
+from . import archive, gate, sources, webhook
 from .sources import SourceError
 
 TRIGGERS = ("cli", "admin", "webhook", "schedule", "upload")
@@ -180,7 +181,7 @@ class Syncs:
 
     def overview(self, tenant: str | None = None) -> list[dict]:
         """Every corpus of ``tenant`` with its source, live version, last sync and next scheduled sync."""
-        corpora = {c.name: c for c in self.store.list_corpora(tenant)}
+        corpora = {c.name: c for c in self.store.list_corpora(tenant) if c.tenant != gate.GATE_TENANT}
         stored = {s.corpus: s for s in self.store.list_sources(tenant)}
         rows = []
         for name in sorted(corpora.keys() | stored.keys()):
@@ -224,8 +225,21 @@ class Syncs:
             note = f"crawled {crawled.scope}: " + (", ".join(f"{n} {o}" for o, n in sorted(crawled.counts().items())) or "nothing")
         else:
             folder, note = sources.prepare_folder(source)
+        target, tenant = job.corpus, source.tenant
+        if options.get("eval"):  # the release gate: ingest beside the live version (see gate.py)
+            target, tenant = gate.candidate_name(job.corpus), gate.GATE_TENANT
+            if before is not None:
+                gate.mirror(self.store, job.corpus, target, replace(before, name=target, tenant=tenant))
         try:
-            result = self.services.ingest(folder, job.corpus, base_url, progress, source.tenant, format=docs_format)
+            result = self.services.ingest(
+                folder, target, base_url, progress, tenant, admission=remembered_policy(job.corpus), format=docs_format
+            )
+            if target != job.corpus:
+                held, gate_report = self._release_gate(job.corpus, target, options, before is not None, progress)
+                if held:
+                    return "held", job_report(source, note, before.version if before else None, result, gate_report, went_live=False)
+                promoted = replace(self.store.get_corpus(target), name=job.corpus, tenant=source.tenant)
+                gate.mirror(self.store, target, job.corpus, promoted)
         except BaseException:
             if incoming is not None:
                 shutil.rmtree(incoming, ignore_errors=True)
@@ -234,7 +248,27 @@ class Syncs:
             current = Path(source.location)
             shutil.rmtree(current, ignore_errors=True)
             incoming.rename(current)
-        return "succeeded", job_report(source, note, before.version if before else None, result)
+        gated = gate_report if target != job.corpus else None
+        return "succeeded", job_report(source, note, before.version if before else None, result, gated)
+
+    def _release_gate(self, corpus: str, candidate: str, options: dict, has_live: bool, progress: ProgressFn | None) -> tuple[bool, dict]:
+        """Run the eval on the candidate (and the live version); (held?, the gate's part of the report)."""
+        eval_file = Path(options["eval"])
+        if not eval_file.is_file():
+            raise SourceError(f"the release gate's eval file is gone: {eval_file}; nothing was switched")
+        step = (lambda done, total: progress("eval", done, total)) if progress else None
+        new = gate.figures(self.services, eval_file, candidate, step)
+        live = gate.figures(self.services, eval_file, corpus, step) if has_live else None
+        ok, lines = gate.judge_release(options.get("floors", {}), new, live)
+        floors = options.get("floors", {})
+        return not ok, {
+            "eval": str(eval_file),
+            "floors": floors,
+            "candidate": {m: new.get(m) for m in floors},
+            "live": {m: live.get(m) for m in floors} if live else None,
+            "passed": ok,
+            "lines": lines,
+        }
 
     # webhooks ------------------------------------------------------------------------------------
     def webhook(self, corpus: str, body: bytes, headers: dict[str, str]) -> tuple[SyncJob, bool]:
@@ -303,14 +337,25 @@ def _crawl_settings(options: dict) -> CrawlSettings:
     return CrawlSettings(**{k: options[k] for k in names if k in options})
 
 
-def job_report(source: CorpusSource, note: str, version_before: str | None, result: IngestReport) -> dict:
+def job_report(
+    source: CorpusSource,
+    note: str,
+    version_before: str | None,
+    result: IngestReport,
+    gate_report: dict | None = None,
+    went_live: bool = True,
+) -> dict:
     """What a finished sync reports (GET /admin/jobs/{id}): the source step, the ingest's counts,
-    and the chunk ids that changed or vanished (to find the answers a docs change affected)."""
+    the chunk ids that changed or vanished (to find the answers a docs change affected), and the
+    release gate's figures beside the live version's. A held version is not live: ``version`` stays
+    the live one, ``candidate_version`` is the one held back."""
     return {
         "source": {"kind": source.kind, "location": source.location, "note": note},
         "version_before": version_before,
-        "version": result.version,
-        "switched": result.version != version_before,
+        "version": result.version if went_live else version_before,
+        "candidate_version": result.version,
+        "switched": went_live and result.version != version_before,
+        "gate": gate_report,
         "files_seen": result.files_seen,
         "files_parsed": result.files_parsed,
         "chunks": {"added": result.added, "changed": result.changed, "removed": result.removed, "unchanged": result.unchanged},
