@@ -25,8 +25,11 @@ from ..service import InvalidName, Services, UnknownCorpus
 from ..sync import webhook
 from ..sync.archive import ArchiveRejected
 from ..sync.service import JobBusy, Syncs, UnknownJob
+from .openapi import BODY_ERRORS, ERRORS, GUARDED, _errors
 
 ARCHIVE_ROUTE = r"^/admin/corpora/[^/]+/archive$"  # the one route whose body may exceed max_body_bytes
+ACTIVE_JOB = {200: {"description": "The corpus already had a queued or running sync: that job (created: false)"}}
+WEBHOOK_ERRORS = _errors(400, 401, 404, 409, 413, 429, 503)
 
 
 def _error(status: int, error: str, detail: str, headers: dict | None = None, **extra) -> JSONResponse:
@@ -47,12 +50,12 @@ def create_router(services: Callable[[], Services], admin_caller: Callable[[Requ
             body["created"] = created
         return body
 
-    @router.get("/admin/corpora")
+    @router.get("/admin/corpora", responses=GUARDED)
     def admin_corpora(key: AdminKey) -> dict:
         """The key's tenant's corpora: source, live version, chunks, last sync, next scheduled sync."""
         return {"corpora": syncs().overview(key.tenant)}
 
-    @router.post("/admin/corpora/{name}/sync", status_code=202)
+    @router.post("/admin/corpora/{name}/sync", status_code=202, responses={**ACTIVE_JOB, **GUARDED, **ERRORS})
     def admin_sync(name: str, key: AdminKey):
         """Queue a sync of the corpus; a corpus with a queued or running sync returns that job (200)."""
         try:
@@ -63,7 +66,7 @@ def create_router(services: Callable[[], Services], admin_caller: Callable[[Requ
         services().audit(key, "corpus.sync", name, "ok" if created else "already_active", job.id)
         return JSONResponse(job_body(job, created), status_code=202 if created else 200)
 
-    @router.post("/admin/corpora/{name}/archive", status_code=202)
+    @router.post("/admin/corpora/{name}/archive", status_code=202, responses={**BODY_ERRORS, **GUARDED, **ERRORS, **_errors(409)})
     async def admin_archive(
         name: str,
         request: Request,
@@ -88,12 +91,12 @@ def create_router(services: Callable[[], Services], admin_caller: Callable[[Requ
         services().audit(key, "corpus.upload", name, "ok", f"{len(data):,} bytes; {job.id}")
         return job_body(job)
 
-    @router.get("/admin/jobs")
+    @router.get("/admin/jobs", responses={**GUARDED, **ERRORS})
     def admin_jobs(key: AdminKey, corpus: str | None = None, limit: int = 50) -> dict:
         """The tenant's sync jobs, newest first."""
         return {"jobs": [j.as_dict() for j in syncs().jobs(key.tenant, corpus, max(1, min(limit, 500)))]}
 
-    @router.get("/admin/jobs/{job_id}")
+    @router.get("/admin/jobs/{job_id}", responses={**GUARDED, **ERRORS})
     def admin_job(job_id: str, key: AdminKey):
         """One job: status, attempts, progress, and when it ended its report (or error)."""
         try:
@@ -101,7 +104,7 @@ def create_router(services: Callable[[], Services], admin_caller: Callable[[Requ
         except UnknownJob as exc:
             return _error(404, "unknown_job", str(exc))
 
-    @router.post("/hooks/corpora/{name}", status_code=202)
+    @router.post("/hooks/corpora/{name}", status_code=202, responses={**ACTIVE_JOB, **WEBHOOK_ERRORS})
     async def corpus_webhook(name: str, request: Request):
         """Start a sync when signed with the corpus's webhook secret (X-Hub-Signature-256 over the raw body)."""
         client = f"ip:{request.client.host if request.client else 'unknown'}"
