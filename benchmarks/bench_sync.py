@@ -14,9 +14,9 @@
     python benchmarks/bench_sync.py drain [--jobs 10]
         Two `citedocs worker` processes on one PostgreSQL (a throwaway server, scripts/local_postgres.py)
         drain --jobs sync jobs of small corpora (each with one new page); one worker is killed with
-        SIGKILL while a job is mid-embed. Reports, per job, its runs and worker: none may be lost or
-        ended twice. The killed worker pauses 2 s after each embedded group (the labelled fault
-        injection CITEDOCS_FAULT_PAUSE_IN_EMBED) so that the kill lands mid-job.
+        SIGKILL mid-embed once it has ended a job. Reports, per job, its runs and the worker that ended
+        it: none may be lost or ended twice. Both workers pause 1 s after each embedded group (the
+        labelled fault injection CITEDOCS_FAULT_PAUSE_IN_EMBED) so that the jobs overlap.
 """
 
 from __future__ import annotations
@@ -41,6 +41,9 @@ from citedocs import config
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 PAGE = "guides/environment-variables.mdx"
+# drain: fault injection (labelled) in both workers, 1 s after each embedded group, so that a small
+# corpus's sync lasts long enough for the two workers' jobs to overlap and for a kill to land mid-embed
+PAUSE = {"CITEDOCS_FAULT_PAUSE_IN_EMBED": "1"}
 
 
 def _home_with(index: Path) -> Path:
@@ -151,19 +154,27 @@ def drain(args) -> dict:
             workers.append(process)
             return process
 
-        doomed = worker(CITEDOCS_FAULT_PAUSE_IN_EMBED="2")
-        survivor = worker()
+        doomed = worker(**PAUSE)
+        worker(**PAUSE)
+        while sum("sync worker" in (scratch / f"worker-{n}.log").read_text() for n in range(2)) < 2:
+            time.sleep(0.2)  # both have loaded the model
         started = time.perf_counter()
         jobs = [syncs.start(name, "admin")[0].id for name in names]
-        killed_job = None
-        while killed_job is None:
-            for job_id in jobs:
-                job = syncs.job(job_id)
-                if job.status == "running" and job.worker.endswith(f":{doomed.pid}") and job.progress.get("phase") == "embed":
+        killed_job, deadline = None, time.time() + 300
+        while killed_job is None and time.time() < deadline:  # midway: once the doomed worker has ended a job, kill it mid-embed of its next
+            current = [syncs.job(j) for j in jobs]
+            mine = [j for j in current if j.worker and j.worker.endswith(f":{doomed.pid}")]
+            if not any(j.status == "succeeded" for j in mine):
+                time.sleep(0.1)
+                continue
+            for job in mine:
+                if job.status == "running" and job.progress.get("phase") == "embed":
                     os.kill(doomed.pid, signal.SIGKILL)
-                    killed_job = job_id
+                    killed_job = job.id
                     break
             time.sleep(0.1)
+        if killed_job is None:
+            raise SystemExit("the doomed worker never ended a job and started another: nothing was killed")
         killed_at = time.perf_counter() - started
         while any(syncs.job(j).status in ("queued", "running") for j in jobs):
             time.sleep(0.2)

@@ -1030,6 +1030,7 @@ def worker(
     configure_json_logging()
     syncs = Syncs(_services())
     name = worker_name("worker")
+    syncs.services.encoder  # load the model before taking a job
     logging.getLogger("citedocs.sync").info(f"sync worker {name} started", extra={"once": once})
     try:
         work(syncs, name, threading.Event(), once=once)

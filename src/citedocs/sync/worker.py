@@ -81,7 +81,10 @@ class JobRunner:
                     log.warning("sync job heartbeat failed", extra={"job": job.id, "error": str(exc)})
 
         def progress(phase: str, done: int, total: int) -> None:
+            new_phase = phase != state.get("phase")
             state.update(phase=phase, done=done, total=total)
+            if new_phase:  # at once; the counts within a phase go with the heartbeats
+                self.store.update_job(job.id, heartbeat_at=stamp(), progress=dict(state))
             if on_progress:
                 on_progress(phase, done, total)
 
