@@ -251,3 +251,38 @@ def test_a_release_gate_needs_known_floor_metrics():
     with pytest.raises(SourceError, match="--floor needs --eval"):
         release_floors(["mrr=0.5"], None)
     assert release_floors(["mrr=0.5", "refusal_recall=0.8"], Path("cases.jsonl")) == {"mrr": 0.5, "refusal_recall": 0.8}
+
+
+def test_cli_sets_a_source_queues_a_sync_a_worker_runs_and_a_held_or_failed_sync_exits_1(tmp_home, small_docs, tmp_path):
+    import json
+    import os
+    import sys
+
+    runner = CliRunner()
+    env = {"COLUMNS": "200"}
+    assert runner.invoke(cli, ["ingest", str(small_docs), "-c", CORPUS, "--base-url", ASTRO_BASE_URL], env=env).exit_code == 0
+    both = runner.invoke(cli, ["sources", "set", CORPUS, "--folder", str(small_docs), "--url", "https://x.example/"], env=env)
+    assert both.exit_code == 2 and "exactly one of --folder, --git or --url" in both.output
+    bad = runner.invoke(cli, ["sources", "set", CORPUS, "--folder", str(small_docs), "--every", "soon"], env=env)
+    assert bad.exit_code == 2 and "invalid schedule 'soon'" in bad.output
+    done = runner.invoke(cli, ["sources", "set", CORPUS, "--folder", str(small_docs), "--every", "1d"], env=env)
+    assert done.exit_code == 0 and "next scheduled sync at" in done.output
+    secret = runner.invoke(cli, ["sources", "webhook-secret", CORPUS], env=env)
+    assert secret.exit_code == 0 and secret.stdout.strip().startswith("whsec_")
+    listed = json.loads(runner.invoke(cli, ["sources", "list", "--json"], env=env).stdout)["corpora"][0]
+    assert listed["source"]["every"] == "1d" and listed["source"]["webhook"] and "whsec_" not in json.dumps(listed)
+
+    write_docs(small_docs, {NEW_PAGE: ZEBRA})
+    queued = runner.invoke(cli, ["sync", CORPUS, "--queue"], env=env)
+    assert queued.exit_code == 0 and "queued job_" in queued.output
+    job_id = queued.output.split("queued ")[1].split()[0]
+    worker = subprocess.run(
+        [sys.executable, "-m", "citedocs.cli", "worker", "--once"], env={**os.environ}, capture_output=True, text=True, timeout=300
+    )
+    assert worker.returncode == 0, worker.stderr[-2000:]
+    shown = json.loads(runner.invoke(cli, ["jobs", "show", job_id, "--follow"], env=env).stdout)
+    assert shown["status"] == "succeeded" and shown["trigger"] == "cli" and "guides/zebra#zebra-crossing/1" in shown["report"]["changed_chunk_ids"]
+
+    small_docs.rename(tmp_path / "gone")
+    failed = runner.invoke(cli, ["sync", CORPUS], env=env)
+    assert failed.exit_code == 1 and "failed: the source folder of corpus" in failed.output

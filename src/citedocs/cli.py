@@ -932,14 +932,10 @@ def _follow(syncs, job_id: str) -> "object":
             time.sleep(0.5)
 
 
-def _end(job) -> None:
+def _print_job(job) -> None:
     console.print(_job_line(job), highlight=False)
-    gate = (job.report or {}).get("gate")
-    if gate:
-        for line in gate.get("lines", []):
-            console.print(f"  gate: {line}", highlight=False)
-    if job.status != "succeeded":
-        raise typer.Exit(1)
+    for line in ((job.report or {}).get("gate") or {}).get("lines", []):
+        console.print(f"  release gate: {line}", highlight=False)
 
 
 @app.command()
@@ -975,11 +971,9 @@ def sync(
         else:
             job = _follow(syncs, job.id)
         ended.append(job)
-        console.print(_job_line(job), highlight=False)
+        _print_job(job)
     if any(job.status != "succeeded" for job in ended):
-        for job in ended:
-            if job.status != "succeeded":
-                _end(job)
+        raise typer.Exit(1)
 
 
 @jobs_app.command("list")
