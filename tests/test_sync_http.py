@@ -207,6 +207,11 @@ def test_an_uploaded_archive_becomes_a_new_corpus(server, site):
     assert "unpacked a zip upload: 2 files" in job["report"]["source"]["note"]
     row = next(r for r in httpx.get(f"{server}/admin/corpora", headers=bearer(site["admin"])).json()["corpora"] if r["name"] == "uploaded")
     assert row["source"]["kind"] == "archive" and row["chunks"] == 2
+    services = Services.open(site["home"] / "citedocs.sqlite3")
+    try:
+        assert services.store.job_archive(job["id"]) is None  # the archive is not kept once its job has ended
+    finally:
+        services.store.close()
     # a second upload replaces the docs: the page it lacks is gone, the live version switched once complete
     again = httpx.post(f"{server}/admin/corpora/uploaded/archive", content=_tar([(_member("guides/zebra.mdx"), ZEBRA.encode())]), headers=bearer(site["admin"]))
     second = wait_for(server, site["admin"], again.json()["job"]["id"])

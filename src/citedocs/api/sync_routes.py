@@ -36,6 +36,10 @@ def _error(status: int, error: str, detail: str, headers: dict | None = None, **
     return JSONResponse(status_code=status, content=ErrorBody(error=error, detail=detail).model_dump() | extra, headers=headers)
 
 
+def _limited(exc: RateLimited) -> JSONResponse:
+    return _error(429, "rate_limited", f"webhook {exc}", {"Retry-After": str(math.ceil(exc.retry_after_s))})
+
+
 def create_router(services: Callable[[], Services], admin_caller: Callable[[Request], ApiKey]) -> APIRouter:
     router = APIRouter()
     AdminKey = Annotated[ApiKey, Depends(admin_caller)]
@@ -109,17 +113,19 @@ def create_router(services: Callable[[], Services], admin_caller: Callable[[Requ
         """Start a sync when signed with the corpus's webhook secret (X-Hub-Signature-256 over the raw body)."""
         client = f"ip:{request.client.host if request.client else 'unknown'}"
         try:
-            hook_limiter.take(client)
-            hook_limiter.take(f"corpus:{name}")
+            hook_limiter.take(client)  # every request, signed or not
         except RateLimited as exc:
-            return _error(429, "rate_limited", f"webhook {exc}", {"Retry-After": str(math.ceil(exc.retry_after_s))})
+            return _limited(exc)
         body = await request.body()
         headers = {k.lower(): v for k, v in request.headers.items()}
         service = services()
         owner = service.store.get_source(name)
         tenant = owner.tenant if owner else None
         try:
-            job, created = syncs().webhook(name, body, headers)
+            job, created = syncs().webhook(name, body, headers, lambda: hook_limiter.take(f"corpus:{name}"))
+        except RateLimited as exc:
+            service.audit(None, "webhook", name, "rate_limited", str(exc), tenant=tenant, actor="webhook")
+            return _limited(exc)
         except webhook.Refused as exc:
             service.audit(None, "webhook", name, exc.error, exc.detail, tenant=tenant, actor="webhook")
             return _error(exc.status, exc.error, exc.detail)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 import shutil
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -271,14 +272,19 @@ class Syncs:
         }
 
     # webhooks ------------------------------------------------------------------------------------
-    def webhook(self, corpus: str, body: bytes, headers: dict[str, str]) -> tuple[SyncJob, bool]:
-        """Start a sync for a signed, fresh, first-seen delivery; else ``webhook.Refused`` (nothing changes)."""
+    def webhook(
+        self, corpus: str, body: bytes, headers: dict[str, str], admit: Callable[[], None] = lambda: None
+    ) -> tuple[SyncJob, bool]:
+        """Start a sync for a signed, fresh, first-seen delivery; else ``webhook.Refused`` (nothing changes).
+        ``admit`` runs once the signature holds, before the delivery id is spent (the per-corpus rate
+        limit: requests nobody signed cannot use up a corpus's allowance)."""
         stored = self.store.get_source(corpus)
         if stored is None or stored.webhook_secret is None:
             # the same answer for a corpus without a webhook and one that does not exist
             raise webhook.Refused(404, "no_webhook", f"corpus {corpus!r} has no webhook; the operator enables one with `citedocs sources webhook-secret {corpus}`")
         window = config.setting("webhook_replay_window_s")
         delivery = webhook.verify(stored.webhook_secret, body, headers, window)
+        admit()
         at = now()
         if not self.store.record_delivery(corpus, delivery, stamp(at), stamp(at - timedelta(seconds=max(window, 86400)))):
             raise webhook.Refused(409, "replayed_delivery", f"delivery {delivery!r} was received already; nothing was changed")

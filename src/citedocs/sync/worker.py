@@ -111,8 +111,8 @@ class JobRunner:
         if status == "retry":
             return requeue(self.syncs, current, error or "")
         log.info("sync job ended", extra={"job": job.id, "status": status, "error": error})
-        return self.store.update_job(
-            job.id, status=status, report=report, error=error, finished_at=stamp(), heartbeat_at=stamp(), progress=state
+        return self.store.update_job(  # an upload's archive is dropped once its job has ended
+            job.id, status=status, report=report, error=error, finished_at=stamp(), heartbeat_at=stamp(), progress=state, archive=None
         )
 
 
@@ -121,7 +121,7 @@ def requeue(syncs: Syncs, job: SyncJob, why: str) -> SyncJob | None:
     store = syncs.store
     if job.attempts >= config.setting("job_max_attempts"):
         return store.update_job(
-            job.id, status="failed", finished_at=stamp(), error=f"gave up after {job.attempts} run(s); the last: {why}"
+            job.id, status="failed", finished_at=stamp(), error=f"gave up after {job.attempts} run(s); the last: {why}", archive=None
         )
     queued = store.update_job(job.id, status="queued", worker=None, error=f"retrying: {why}", progress={})
     if queued is not None:
