@@ -231,6 +231,7 @@ class Syncs:
             target, tenant = gate.candidate_name(job.corpus), gate.GATE_TENANT
             if before is not None:
                 gate.mirror(self.store, job.corpus, target, replace(before, name=target, tenant=tenant))
+        status, gate_report, went_live = "succeeded", None, False
         try:
             result = self.services.ingest(
                 folder, target, base_url, progress, tenant, admission=remembered_policy(job.corpus), format=docs_format
@@ -238,19 +239,20 @@ class Syncs:
             if target != job.corpus:
                 held, gate_report = self._release_gate(job.corpus, target, options, before is not None, progress)
                 if held:
-                    return "held", job_report(source, note, before.version if before else None, result, gate_report, went_live=False)
-                promoted = replace(self.store.get_corpus(target), name=job.corpus, tenant=source.tenant)
-                gate.mirror(self.store, target, job.corpus, promoted)
-        except BaseException:
-            if incoming is not None:
-                shutil.rmtree(incoming, ignore_errors=True)
-            raise
-        if incoming is not None:  # the new version is live: its files become the folder a later sync re-reads
-            current = Path(source.location)
-            shutil.rmtree(current, ignore_errors=True)
-            incoming.rename(current)
-        gated = gate_report if target != job.corpus else None
-        return "succeeded", job_report(source, note, before.version if before else None, result, gated)
+                    status = "held"
+                else:
+                    promoted = replace(self.store.get_corpus(target), name=job.corpus, tenant=source.tenant)
+                    gate.mirror(self.store, target, job.corpus, promoted)
+            went_live = status == "succeeded"
+        finally:
+            if incoming is not None and incoming.exists():
+                if went_live:
+                    # the new version is live: its files become the folder a later sync re-reads
+                    shutil.rmtree(source.location, ignore_errors=True)
+                    incoming.rename(source.location)
+                else:  # failed or held: the folder of the live version stays
+                    shutil.rmtree(incoming, ignore_errors=True)
+        return status, job_report(source, note, before.version if before else None, result, gate_report, went_live)
 
     def _release_gate(self, corpus: str, candidate: str, options: dict, has_live: bool, progress: ProgressFn | None) -> tuple[bool, dict]:
         """Run the eval on the candidate (and the live version); (held?, the gate's part of the report)."""
