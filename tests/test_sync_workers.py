@@ -182,7 +182,9 @@ def test_the_database_restarting_mid_job_leaves_the_live_version_and_the_job_end
         finally:
             stop(worker)
         assert done.status == "succeeded", done
-        assert done.attempts == 2  # the run that met the outage was queued again, not failed
+        # the write either waited in the connection pool until the server was back (one run) or
+        # failed and the run was queued again (two runs); never failed, never stuck
+        assert done.attempts in (1, 2)
         assert syncs.services.corpus("restarted").version != live
         assert syncs.services.search("zebra crossing", "restarted", 3).hits[0].chunk.doc_path == "guides/zebra.mdx"
     finally:
