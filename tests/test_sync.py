@@ -286,3 +286,23 @@ def test_cli_sets_a_source_queues_a_sync_a_worker_runs_and_a_held_or_failed_sync
     small_docs.rename(tmp_path / "gone")
     failed = runner.invoke(cli, ["sync", CORPUS], env=env)
     assert failed.exit_code == 1 and "failed: the source folder of corpus" in failed.output
+
+
+def test_a_store_error_mid_sync_queues_the_job_again_and_keeps_the_live_version(syncs, small_docs, monkeypatch):
+    import sqlite3
+
+    live = ingested(syncs, small_docs)
+    write_docs(small_docs, {NEW_PAGE: ZEBRA})
+    real_apply = syncs.store.apply_ingest
+
+    def database_gone(changes):  # fault injection: the database drops the ingest's write
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(syncs.store, "apply_ingest", database_gone)
+    first = run_sync(syncs)
+    assert first.status == "queued" and "the database went away" in first.error and first.attempts == 1
+    assert syncs.services.corpus(CORPUS).version == live
+    monkeypatch.setattr(syncs.store, "apply_ingest", real_apply)
+    retried = JobRunner(syncs, "test-worker").run(syncs.store.claim_job("test-worker", stamp()))
+    assert retried.status == "succeeded" and retried.attempts == 2 and retried.error is None
+    assert "guides/zebra#zebra-crossing/1" in retried.report["changed_chunk_ids"]
