@@ -262,3 +262,33 @@ def test_a_webhook_flood_is_rate_limited_and_changes_nothing(server, site):
     assert 429 in statuses and set(statuses) <= {401, 429}
     flooded = hook(server, body, signed(site["secret"], body))
     assert flooded.status_code == 429 and "Retry-After" in flooded.headers
+
+
+def test_the_previous_version_answers_while_an_upload_is_synced(small_home, tmp_path):
+    """A server whose worker pauses mid-embed (fault injection, labelled): meanwhile /ask still
+    answers from the previous version; the new one goes live once complete."""
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy(small_home / "citedocs.sqlite3", home / "citedocs.sqlite3")
+    shutil.copy(small_home / "config.toml", home / "config.toml")
+    services = Services.open(home / "citedocs.sqlite3")
+    admin = services.create_key("default", "ops", admin=True)[1]
+    old_version = services.corpus(SMALL_CORPUS).version
+    services.store.close()
+    pages = {rel: (small_home / "docs" / rel).read_bytes() for rel in ("guides/deploy/heroku.mdx", "reference/errors/missing-sharp.mdx")}
+    env = {"CITEDOCS_DATABASE_URL": "", "CITEDOCS_RATE_LIMIT_PER_MINUTE": "0", "CITEDOCS_FAULT_PAUSE_IN_EMBED": "8"}
+    with running_server(home, **env) as (base, _):
+        sent = httpx.post(
+            f"{base}/admin/corpora/{SMALL_CORPUS}/archive", content=_zip({**pages, "guides/zebra.mdx": ZEBRA.encode()}), headers=bearer(admin)
+        )
+        job_id = sent.json()["job"]["id"]
+        deadline = time.time() + 120
+        while httpx.get(f"{base}/admin/jobs/{job_id}", headers=bearer(admin)).json()["job"]["progress"].get("phase") != "embed":
+            assert time.time() < deadline, "the upload's sync never reached its embed phase"
+            time.sleep(0.2)
+        answer = httpx.post(f"{base}/ask", json={"question": "How do I deploy my Astro site to Heroku?"}, timeout=60)
+        assert answer.status_code == 200 and answer.json()["corpus_version"] == old_version
+        job = wait_for(base, admin, job_id)
+        assert job["status"] == "succeeded" and job["report"]["version_before"] == old_version
+        after = httpx.post(f"{base}/ask", json={"question": "How do I deploy my Astro site to Heroku?"}, timeout=60)
+        assert after.json()["corpus_version"] == job["report"]["version"] != old_version
