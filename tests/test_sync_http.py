@@ -292,3 +292,27 @@ def test_the_previous_version_answers_while_an_upload_is_synced(small_home, tmp_
         assert job["status"] == "succeeded" and job["report"]["version_before"] == old_version
         after = httpx.post(f"{base}/ask", json={"question": "How do I deploy my Astro site to Heroku?"}, timeout=60)
         assert after.json()["corpus_version"] == job["report"]["version"] != old_version
+
+
+def test_serve_on_postgresql_runs_admin_syncs_through_its_queue(request, tmp_path, small_docs):
+    from conftest import fresh_database
+
+    from citedocs.index.postgres import PostgresStore
+
+    url = fresh_database(request.getfixturevalue("postgres_server"), "serve_sync")
+    services = Services(store=PostgresStore(url))
+    services.ingest(small_docs, "pg-docs", ASTRO_BASE_URL)
+    Syncs(services).remember_ingested("pg-docs", "folder", str(small_docs), "default", {"base_url": ASTRO_BASE_URL})
+    admin = services.create_key("default", "ops", admin=True)[1]
+    write_docs(small_docs, {"guides/zebra.mdx": ZEBRA})
+    home = tmp_path / "home"
+    home.mkdir()
+    try:
+        with running_server(home, CITEDOCS_DATABASE_URL=url, CITEDOCS_RATE_LIMIT_PER_MINUTE="0") as (base, _):
+            started = httpx.post(f"{base}/admin/corpora/pg-docs/sync", headers=bearer(admin))
+            assert started.status_code == 202
+            job = wait_for(base, admin, started.json()["job"]["id"])
+        assert job["status"] == "succeeded" and job["worker"].startswith("serve:")
+        assert "guides/zebra#zebra-crossing/1" in job["report"]["changed_chunk_ids"]
+    finally:
+        services.store.close()
