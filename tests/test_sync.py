@@ -306,3 +306,37 @@ def test_a_store_error_mid_sync_queues_the_job_again_and_keeps_the_live_version(
     retried = JobRunner(syncs, "test-worker").run(syncs.store.claim_job("test-worker", stamp()))
     assert retried.status == "succeeded" and retried.attempts == 2 and retried.error is None
     assert "guides/zebra#zebra-crossing/1" in retried.report["changed_chunk_ids"]
+
+
+PAGE_HTML = """<!doctype html><html><head><title>{title}</title></head><body><main><h1>{title}</h1>
+<h2 id="{anchor}">{heading}</h2><p>{text}</p><p><a href="other.html">other</a></p></main></body></html>"""
+
+
+def test_a_crawl_source_is_crawled_again_and_an_edited_page_synced(syncs, tmp_path):
+    import threading
+    from functools import partial
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    site = tmp_path / "site" / "docs"
+    write_docs(site, {
+        "index.html": PAGE_HTML.format(title="Start", anchor="setup", heading="Setup", text="Install the tool with the installer."),
+        "other.html": PAGE_HTML.format(title="Other", anchor="tuning", heading="Tuning", text="Tune the cache size for speed."),
+    })
+    server = ThreadingHTTPServer(("127.0.0.1", free_port()), partial(Quiet, directory=str(site.parent)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/docs/"
+        syncs.set_source(CORPUS, "crawl", url, {"max_pages": 20})
+        first = run_sync(syncs)
+        assert first.status == "succeeded" and first.report["source"]["kind"] == "crawl", first.error
+        assert "crawled" in first.report["source"]["note"] and first.report["chunks"]["added"] >= 2
+        (site / "other.html").write_text(PAGE_HTML.format(title="Other", anchor="tuning", heading="Tuning", text="Tune the zebra cache size for speed."))
+        second = run_sync(syncs)
+        assert second.status == "succeeded" and second.report["chunks"]["changed"] == 1
+        assert all(i.startswith("other") for i in second.report["changed_chunk_ids"])
+    finally:
+        server.shutdown()
