@@ -313,6 +313,7 @@ PAGE_HTML = """<!doctype html><html><head><title>{title}</title></head><body><ma
 
 
 def test_a_crawl_source_is_crawled_again_and_an_edited_page_synced(syncs, tmp_path):
+    import os
     import threading
     from functools import partial
     from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -334,7 +335,10 @@ def test_a_crawl_source_is_crawled_again_and_an_edited_page_synced(syncs, tmp_pa
         first = run_sync(syncs)
         assert first.status == "succeeded" and first.report["source"]["kind"] == "crawl", first.error
         assert "crawled" in first.report["source"]["note"] and first.report["chunks"]["added"] >= 2
-        (site / "other.html").write_text(PAGE_HTML.format(title="Other", anchor="tuning", heading="Tuning", text="Tune the zebra cache size for speed."))
+        edited = site / "other.html"
+        edited.write_text(PAGE_HTML.format(title="Other", anchor="tuning", heading="Tuning", text="Tune the zebra cache size for speed."))
+        later = edited.stat().st_mtime + 2  # Last-Modified has 1 s resolution: an edit in the same second would answer 304
+        os.utime(edited, (later, later))
         second = run_sync(syncs)
         assert second.status == "succeeded" and second.report["chunks"]["changed"] == 1
         assert all(i.startswith("other") for i in second.report["changed_chunk_ids"])
