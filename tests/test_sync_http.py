@@ -124,6 +124,8 @@ def test_unsigned_webhook_changes_nothing_and_says_why(server, site):
 
 def test_wrongly_signed_webhook_changes_nothing(server, site):
     body = b'{"ref": "refs/heads/main"}'
+    unknown = httpx.post(f"{server}/hooks/corpora/nope", content=body, headers=signed(site["secret"], body))
+    assert unknown.status_code == 404 and unknown.json()["error"] == "no_webhook"
     response = hook(server, body, signed("whsec_not-the-secret", body))
     assert response.status_code == 401 and response.json()["error"] == "signature_mismatch"
     tampered = hook(server, body + b" ", signed(site["secret"], body))
