@@ -8,6 +8,7 @@ embedded group, so the kill lands mid-embed, before the ingest's write transacti
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -149,6 +150,7 @@ def own_postgres(tmp_path_factory) -> tuple[str, Path]:
         yield fresh_database(url, "restart"), data, port
     finally:
         subprocess.run([*script, "stop", str(data)], check=False, capture_output=True)
+        shutil.rmtree(data.parent, ignore_errors=True)
 
 
 def test_the_database_restarting_mid_job_leaves_the_live_version_and_the_job_ends(own_postgres, tmp_path, monkeypatch):
