@@ -30,7 +30,7 @@ import numpy as np
 import psycopg
 import snowballstemmer
 from pgvector.psycopg import register_vector
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool
 
 from ..text import search_terms
@@ -47,6 +47,11 @@ from .store import (
     DocumentRecord,
     IngestChanges,
     StoreUnavailable,
+    TRACE_FILTER_SQL,
+    TRACE_ROW_COLUMNS,
+    TraceColumns,
+    TraceFilter,
+    TraceRow,
     pause_mid_write_if_asked,
 )
 from .token_codec import PackedTokens
@@ -106,6 +111,13 @@ CREATE TABLE IF NOT EXISTS traces (
     tenant TEXT NOT NULL DEFAULT 'default'
 );
 CREATE INDEX IF NOT EXISTS traces_created_at ON traces (created_at);
+CREATE TABLE IF NOT EXISTS trace_citations (
+    trace_id TEXT NOT NULL,
+    corpus TEXT NOT NULL,
+    chunk_id TEXT NOT NULL,
+    content_hash TEXT
+);
+CREATE INDEX IF NOT EXISTS trace_citations_trace ON trace_citations (trace_id);
 CREATE TABLE IF NOT EXISTS feedback (
     id BIGSERIAL PRIMARY KEY,
     trace_id TEXT NOT NULL REFERENCES traces(trace_id),
@@ -136,6 +148,13 @@ CREATE TABLE IF NOT EXISTS admin_actions (
 -- added after the first release, for databases created before
 ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS scope TEXT NOT NULL DEFAULT 'full';
 ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS origins TEXT NOT NULL DEFAULT '';
+-- the columns insights read, beside the payload (NULL ``refused``: a trace not summarised yet)
+ALTER TABLE traces ADD COLUMN IF NOT EXISTS question TEXT;
+ALTER TABLE traces ADD COLUMN IF NOT EXISTS refused BOOLEAN;
+ALTER TABLE traces ADD COLUMN IF NOT EXISTS reason TEXT;
+ALTER TABLE traces ADD COLUMN IF NOT EXISTS latency_ms DOUBLE PRECISION;
+CREATE INDEX IF NOT EXISTS traces_unsummarised ON traces (trace_id) WHERE refused IS NULL;
+CREATE INDEX IF NOT EXISTS feedback_trace ON feedback (trace_id);
 """
 
 # Session-level advisory lock key under which processes starting at once create the schema.
@@ -188,6 +207,10 @@ def _row_to_chunk(row: dict) -> Chunk:
     )
 
 
+# TRACE_FILTER_SQL in psycopg's placeholders (an untyped NULL parameter needs its type)
+_TRACE_FILTER = TRACE_FILTER_SQL.replace("? IS NULL", "%s::text IS NULL").replace("?", "%s")
+
+
 class PostgresStore:
     def __init__(self, url: str, max_connections: int = 8) -> None:
         self.url = url
@@ -197,6 +220,7 @@ class PostgresStore:
                 try:
                     conn.execute(SCHEMA)
                     self._migrate_vector_indexes(conn)
+                    self._summarise_older_traces(conn)
                 finally:
                     conn.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK,))
         except psycopg.errors.FeatureNotSupported as exc:
@@ -456,12 +480,82 @@ class PostgresStore:
 
     # traces and feedback ---------------------------------------------------------------------
     def save_trace(self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict) -> None:
-        self._write(
-            "INSERT INTO traces (trace_id, corpus, created_at, payload, tenant) VALUES (%s, %s, %s, %s, %s)"
-            " ON CONFLICT (trace_id) DO UPDATE SET corpus = EXCLUDED.corpus, created_at = EXCLUDED.created_at,"
-            " payload = EXCLUDED.payload, tenant = EXCLUDED.tenant",
-            (trace_id, corpus.name, created_at, json.dumps(payload), corpus.tenant),
+        columns = TraceColumns.of(payload)
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute(
+                "INSERT INTO traces (trace_id, corpus, created_at, payload, tenant, question, refused, reason, latency_ms)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (trace_id) DO UPDATE SET corpus = EXCLUDED.corpus, created_at = EXCLUDED.created_at,"
+                " payload = EXCLUDED.payload, tenant = EXCLUDED.tenant, question = EXCLUDED.question,"
+                " refused = EXCLUDED.refused, reason = EXCLUDED.reason, latency_ms = EXCLUDED.latency_ms",
+                (trace_id, corpus.name, created_at, json.dumps(payload), corpus.tenant, *self._typed(columns)),
+            )
+            self._write_citations(conn, trace_id, corpus.name, columns)
+
+    @staticmethod
+    def _typed(columns: TraceColumns) -> tuple:
+        question, refused, reason, latency = columns.row()
+        return question, bool(refused), reason, latency
+
+    @staticmethod
+    def _write_citations(conn: psycopg.Connection, trace_id: str, corpus: str, columns: TraceColumns) -> None:
+        conn.execute("DELETE FROM trace_citations WHERE trace_id = %s", (trace_id,))
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO trace_citations (trace_id, corpus, chunk_id, content_hash) VALUES (%s, %s, %s, %s)",
+                [(trace_id, corpus, cid, digest) for cid, digest in columns.citations],
+            )
+
+    @classmethod
+    def _summarise_older_traces(cls, conn: psycopg.Connection) -> None:
+        """Fill the insights columns of traces an older citedocs wrote (payload only), in batches."""
+        while True:
+            with conn.transaction():
+                rows = conn.execute(
+                    "SELECT trace_id, corpus, payload FROM traces WHERE refused IS NULL LIMIT 1000 FOR UPDATE SKIP LOCKED"
+                ).fetchall()
+                for trace_id, corpus, payload in rows:
+                    columns = TraceColumns.of(json.loads(payload))
+                    conn.execute(
+                        "UPDATE traces SET question = %s, refused = %s, reason = %s, latency_ms = %s WHERE trace_id = %s",
+                        (*cls._typed(columns), trace_id),
+                    )
+                    cls._write_citations(conn, trace_id, corpus, columns)
+            if not rows:
+                return
+
+    def trace_rows(self, where: TraceFilter, limit: int | None = None) -> list[TraceRow]:
+        with self._pool.connection() as conn:
+            conn.row_factory = tuple_row
+            try:
+                self._summarise_older_traces(conn)  # one an older process wrote since this store opened
+                rows = conn.execute(
+                    f"SELECT {TRACE_ROW_COLUMNS} FROM traces t WHERE {_TRACE_FILTER} ORDER BY t.created_at DESC LIMIT %s",
+                    (*where.params(), limit),
+                ).fetchall()
+            finally:
+                conn.row_factory = dict_row
+        return [TraceRow(*r) for r in rows]
+
+    def trace_citations(self, where: TraceFilter) -> list[tuple[str, str, str, str | None]]:
+        with self._pool.connection() as conn:
+            with conn.cursor(row_factory=tuple_row) as cursor:
+                return cursor.execute(
+                    "SELECT c.trace_id, c.corpus, c.chunk_id, c.content_hash FROM trace_citations c"
+                    f" JOIN traces t ON t.trace_id = c.trace_id WHERE {_TRACE_FILTER}",
+                    where.params(),
+                ).fetchall()
+
+    def feedback_rows(self, where: TraceFilter) -> list[dict]:
+        return self._read(
+            "SELECT f.trace_id, f.verdict, f.comment, f.created_at FROM feedback f"
+            f" JOIN traces t ON t.trace_id = f.trace_id WHERE {_TRACE_FILTER} ORDER BY f.id",
+            where.params(),
         )
+
+    def trace_payloads(self, trace_ids: list[str]) -> dict[str, dict]:
+        rows = self._read("SELECT trace_id, payload FROM traces WHERE trace_id = ANY(%s)", (trace_ids,))
+        return {r["trace_id"]: json.loads(r["payload"]) for r in rows}
 
     def get_trace(self, trace_id: str, tenant: str | None = None) -> dict | None:
         with self._pool.connection() as conn:
@@ -486,10 +580,11 @@ class PostgresStore:
 
     def prune_traces(self, created_before: str) -> int:
         with self._pool.connection() as conn, conn.transaction():
-            conn.execute(
-                "DELETE FROM feedback WHERE trace_id IN (SELECT trace_id FROM traces WHERE created_at < %s)",
-                (created_before,),
-            )
+            for table in ("feedback", "trace_citations"):
+                conn.execute(
+                    f"DELETE FROM {table} WHERE trace_id IN (SELECT trace_id FROM traces WHERE created_at < %s)",
+                    (created_before,),
+                )
             return conn.execute("DELETE FROM traces WHERE created_at < %s", (created_before,)).rowcount
 
     # API keys ------------------------------------------------------------------------------------

@@ -42,6 +42,11 @@ from .store import (
     CorpusOwnedByOtherTenant,
     DocumentRecord,
     IngestChanges,
+    TRACE_FILTER_SQL,
+    TRACE_ROW_COLUMNS,
+    TraceColumns,
+    TraceFilter,
+    TraceRow,
     pause_mid_write_if_asked,
 )
 from .token_codec import PackedTokens
@@ -90,8 +95,19 @@ CREATE TABLE IF NOT EXISTS traces (
     corpus TEXT NOT NULL,
     created_at TEXT NOT NULL,
     payload TEXT NOT NULL,
-    tenant TEXT NOT NULL DEFAULT 'default'
+    tenant TEXT NOT NULL DEFAULT 'default',
+    question TEXT,
+    refused INTEGER,
+    reason TEXT,
+    latency_ms REAL
 );
+CREATE TABLE IF NOT EXISTS trace_citations (
+    trace_id TEXT NOT NULL,
+    corpus TEXT NOT NULL,
+    chunk_id TEXT NOT NULL,
+    content_hash TEXT
+);
+CREATE INDEX IF NOT EXISTS trace_citations_trace ON trace_citations (trace_id);
 CREATE TABLE IF NOT EXISTS feedback (
     id INTEGER PRIMARY KEY,
     trace_id TEXT NOT NULL REFERENCES traces(trace_id),
@@ -127,6 +143,11 @@ _ADDED_COLUMNS = (
     ("traces", "tenant", "TEXT NOT NULL DEFAULT 'default'"),
     ("api_keys", "scope", "TEXT NOT NULL DEFAULT 'full'"),
     ("api_keys", "origins", "TEXT NOT NULL DEFAULT ''"),
+    # the columns insights read, beside the payload (NULL ``refused``: a trace not summarised yet)
+    ("traces", "question", "TEXT"),
+    ("traces", "refused", "INTEGER"),
+    ("traces", "reason", "TEXT"),
+    ("traces", "latency_ms", "REAL"),
 )
 
 _FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5(
@@ -170,6 +191,9 @@ class SQLiteStore:
             if column not in existing:
                 self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
         self._db.execute("CREATE INDEX IF NOT EXISTS traces_created_at ON traces (created_at)")
+        self._db.execute("CREATE INDEX IF NOT EXISTS traces_unsummarised ON traces (trace_id) WHERE refused IS NULL")
+        self._db.execute("CREATE INDEX IF NOT EXISTS feedback_trace ON feedback (trace_id)")
+        self._summarise_older_traces()
         self._split_legacy_fts()
         self._matrices: dict[str, tuple[str, list[ChunkId], np.ndarray]] = {}  # corpus -> (version, ids, vectors)
         self._bm25: dict[str, tuple[tuple[str, str], BM25Index]] = {}  # corpus -> ((version, pipeline), index)
@@ -442,11 +466,92 @@ class SQLiteStore:
 
     # traces and feedback ---------------------------------------------------------------------
     def save_trace(self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict) -> None:
+        columns = TraceColumns.of(payload)
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO traces (trace_id, corpus, created_at, payload, tenant) VALUES (?, ?, ?, ?, ?)",
-                (trace_id, corpus.name, created_at, json.dumps(payload), corpus.tenant),
-            )
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute(
+                    "INSERT OR REPLACE INTO traces (trace_id, corpus, created_at, payload, tenant, question, refused,"
+                    " reason, latency_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (trace_id, corpus.name, created_at, json.dumps(payload), corpus.tenant, *columns.row()),
+                )
+                self._write_citations(trace_id, corpus.name, columns)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    def _write_citations(self, trace_id: str, corpus: str, columns: TraceColumns) -> None:
+        self._db.execute("DELETE FROM trace_citations WHERE trace_id = ?", (trace_id,))
+        self._db.executemany(
+            "INSERT INTO trace_citations (trace_id, corpus, chunk_id, content_hash) VALUES (?, ?, ?, ?)",
+            [(trace_id, corpus, cid, digest) for cid, digest in columns.citations],
+        )
+
+    def _summarise_older_traces(self) -> None:
+        """Fill the insights columns of traces an older citedocs wrote (payload only), in batches."""
+        while True:
+            with self._lock:
+                rows = self._db.execute(
+                    "SELECT trace_id, corpus, payload FROM traces WHERE refused IS NULL LIMIT 1000"
+                ).fetchall()
+                if not rows:
+                    return
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    for row in rows:
+                        columns = TraceColumns.of(json.loads(row["payload"]))
+                        self._db.execute(
+                            "UPDATE traces SET question = ?, refused = ?, reason = ?, latency_ms = ? WHERE trace_id = ?",
+                            (*columns.row(), row["trace_id"]),
+                        )
+                        self._write_citations(row["trace_id"], row["corpus"], columns)
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+
+    def trace_rows(self, where: TraceFilter, limit: int | None = None) -> list[TraceRow]:
+        self._summarise_older_traces()  # one an older process wrote since this store opened
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {TRACE_ROW_COLUMNS} FROM traces t WHERE {TRACE_FILTER_SQL} ORDER BY t.created_at DESC"
+                + (" LIMIT ?" if limit is not None else ""),
+                (*where.params(), *(() if limit is None else (limit,))),
+            ).fetchall()
+        return [TraceRow(r[0], r[1], r[2], r[3], bool(r[4]), r[5], r[6]) for r in rows]
+
+    def trace_citations(self, where: TraceFilter) -> list[tuple[str, str, str, str | None]]:
+        with self._lock:
+            return [
+                tuple(r)
+                for r in self._db.execute(
+                    "SELECT c.trace_id, c.corpus, c.chunk_id, c.content_hash FROM trace_citations c"
+                    f" JOIN traces t ON t.trace_id = c.trace_id WHERE {TRACE_FILTER_SQL}",
+                    where.params(),
+                )
+            ]
+
+    def feedback_rows(self, where: TraceFilter) -> list[dict]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT f.trace_id, f.verdict, f.comment, f.created_at FROM feedback f"
+                f" JOIN traces t ON t.trace_id = f.trace_id WHERE {TRACE_FILTER_SQL} ORDER BY f.id",
+                where.params(),
+            ).fetchall()
+        return [dict(r) for r in rows]
+
+    def trace_payloads(self, trace_ids: list[str]) -> dict[str, dict]:
+        payloads: dict[str, dict] = {}
+        with self._lock:
+            for start in range(0, len(trace_ids), 500):
+                batch = trace_ids[start : start + 500]
+                rows = self._db.execute(
+                    f"SELECT trace_id, payload FROM traces WHERE trace_id IN ({','.join('?' * len(batch))})", batch
+                ).fetchall()
+                payloads.update((r["trace_id"], json.loads(r["payload"])) for r in rows)
+        return payloads
 
     def get_trace(self, trace_id: str, tenant: str | None = None) -> dict | None:
         with self._lock:
@@ -476,6 +581,7 @@ class SQLiteStore:
             try:
                 old = "SELECT trace_id FROM traces WHERE created_at < ?"
                 db.execute(f"DELETE FROM feedback WHERE trace_id IN ({old})", (created_before,))
+                db.execute(f"DELETE FROM trace_citations WHERE trace_id IN ({old})", (created_before,))
                 count = db.execute("DELETE FROM traces WHERE created_at < ?", (created_before,)).rowcount
                 db.execute("COMMIT")
             except BaseException:

@@ -87,6 +87,69 @@ ADMIN_ACTION_COLUMNS = "at, tenant, key_id, action, target, outcome, detail"
 
 
 @dataclass(frozen=True)
+class TraceRow:
+    """What insights read of one stored trace: the columns kept beside its JSON payload."""
+
+    trace_id: str
+    corpus: str
+    created_at: str
+    question: str
+    refused: bool
+    reason: str  # the refusal reason's code ("low_retrieval_confidence"); "" for an answer
+    latency_ms: float | None
+
+
+TRACE_ROW_COLUMNS = "trace_id, corpus, created_at, question, refused, reason, latency_ms"
+
+
+@dataclass(frozen=True)
+class TraceColumns:
+    """A trace's payload reduced to the columns insights read (written with the trace; computed once,
+    on open, for a trace written by an older citedocs, which kept only the payload)."""
+
+    question: str
+    refused: int
+    reason: str
+    latency_ms: float | None
+    citations: tuple[tuple[str, str | None], ...]  # (chunk id, its content hash when answered; None before hashes were kept)
+
+    @classmethod
+    def of(cls, payload: dict) -> TraceColumns:
+        hashes = payload.get("cited_hashes") or {}
+        latency = (payload.get("latency_ms") or {}).get("total")
+        return cls(
+            question=str(payload.get("question") or ""),
+            refused=int(bool(payload.get("refused"))),
+            reason=str(payload.get("refusal_reason") or "").split(":", 1)[0].strip(),
+            latency_ms=float(latency) if isinstance(latency, (int, float)) else None,
+            citations=tuple((str(cid), hashes.get(cid)) for cid in payload.get("cited_ids") or ()),
+        )
+
+    def row(self) -> tuple:
+        """question, refused, reason, latency_ms: the order of the stores' UPDATE and INSERT statements."""
+        return (self.question, self.refused, self.reason, self.latency_ms)
+
+
+@dataclass(frozen=True)
+class TraceFilter:
+    """Which traces an insights read covers: one tenant's (None: all), one corpus (None: all), a time range."""
+
+    tenant: str | None = None
+    corpus: str | None = None
+    since: str = ""  # ISO timestamp, inclusive
+    until: str = "9999"  # ISO timestamp, exclusive
+
+    def params(self) -> tuple:
+        return (self.tenant, self.tenant, self.corpus, self.corpus, self.since, self.until)
+
+
+# The WHERE clause of TraceFilter.params() over the traces table (``t``), in the stores' placeholder style.
+TRACE_FILTER_SQL = (
+    "(? IS NULL OR t.tenant = ?) AND (? IS NULL OR t.corpus = ?) AND t.created_at >= ? AND t.created_at < ?"
+)
+
+
+@dataclass(frozen=True)
 class DocumentRecord:
     path: str
     file_hash: str
@@ -174,6 +237,22 @@ class Store(Protocol):
     def get_trace(self, trace_id: str, tenant: str | None = None) -> dict | None: ...
 
     def save_feedback(self, trace_id: str, verdict: str, comment: str | None, created_at: str) -> None: ...
+
+    def trace_rows(self, where: TraceFilter, limit: int | None = None) -> list[TraceRow]:
+        """The traces in range, newest first (``limit``: only the newest that many)."""
+        ...
+
+    def trace_citations(self, where: TraceFilter) -> list[tuple[str, str, str, str | None]]:
+        """(trace id, corpus, chunk id, content hash when answered) of every citation of the traces in range."""
+        ...
+
+    def feedback_rows(self, where: TraceFilter) -> list[dict]:
+        """trace_id, verdict, comment, created_at of the feedback on the traces in range, oldest first."""
+        ...
+
+    def trace_payloads(self, trace_ids: list[str]) -> dict[str, dict]:
+        """The stored payloads of these traces (without feedback), by trace id."""
+        ...
 
     def prune_traces(self, created_before: str) -> int:
         """Delete traces created before this ISO timestamp, with their feedback; return how many."""

@@ -1,0 +1,279 @@
+"""What users asked, made into something a docs team can act on (``citedocs insights``, GET /admin/insights).
+
+Read from the stored traces and feedback of one tenant (or all, for the operator's CLI) in a time
+range, optionally of one corpus:
+
+- questions per day, answered and refused by reason, answer latency p50/p95;
+- feedback up/down with its comments;
+- the most-cited pages and the pages never cited;
+- **docs gaps**: refused questions (a backend failure is not a gap) and down-voted answers, grouped
+  by topic: their bi-encoder (MiniLM) vectors are clustered by scikit-learn's agglomerative
+  clustering (average linkage over cosine distance, cut at ``GAP_DISTANCE``, so the number of groups
+  follows the data). Each group names its size, three example questions, the refusal reasons, the
+  terms the question gate found the docs never mention, and the page that came nearest without answering;
+- **answers a docs change affected**: past answers whose cited chunks changed (another content
+  hash) or vanished since; a trace keeps each cited chunk's hash, so this is exact. (Traces
+  written before hashes were kept can only show vanished chunks.)
+
+The counts read only the columns kept beside each trace (``TraceRow``), never the JSON payloads, so
+100k traces summarise in well under a second on both stores (benchmarks/bench_insights.py); only
+the gap candidates' payloads are read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+
+from .index.store import CorpusInfo, Store, TraceFilter, TraceRow
+
+GAP_DISTANCE = 0.5  # cosine distance at which two groups of questions stop merging (MiniLM vectors)
+NOT_A_GAP = frozenset({"backend_error"})  # the answer backend failed: nothing the docs lack
+TOP_PAGES = 10
+LISTED = 20  # never-cited pages, comments and affected answers listed (their counts are complete)
+_MISSING = re.compile(r"the docs don't mention (.+?)\.?$")
+_SINCE = re.compile(r"^(\d+)([dhw])$")
+
+
+class InvalidRange(ValueError):
+    pass
+
+
+def parse_since(value: str, now: datetime | None = None) -> datetime:
+    """``7d``, ``24h``, ``2w`` (before now) or an ISO date/time (UTC unless it says otherwise)."""
+    now = now or datetime.now(timezone.utc)
+    match = _SINCE.match(value.strip())
+    if match:
+        amount, unit = int(match.group(1)), match.group(2)
+        return now - timedelta(**{{"d": "days", "h": "hours", "w": "weeks"}[unit]: amount})
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise InvalidRange(
+            f"--since {value!r} is neither a duration (7d, 24h, 2w) nor an ISO date (2026-11-01); use one of those"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat(timespec="seconds")
+
+
+def _page(chunk_id: str) -> str:
+    """The page of a chunk id (``<page path>#<anchor>/<n>``)."""
+    return chunk_id.split("#", 1)[0]
+
+
+def missing_terms(payload: dict) -> list[str]:
+    """The terms the question gate found the docs never mention (older traces: read from the reason)."""
+    if payload.get("missing_terms"):
+        return list(payload["missing_terms"])
+    reason = str(payload.get("refusal_reason") or "")
+    if not reason.startswith("question_terms_not_in_docs"):
+        return []
+    match = _MISSING.search(reason)
+    return [t.strip() for t in match.group(1).split(",")] if match else []
+
+
+@dataclass
+class InsightsRange:
+    tenant: str | None
+    corpus: str | None
+    since: datetime
+    until: datetime
+
+    def filter(self) -> TraceFilter:
+        return TraceFilter(self.tenant, self.corpus, _iso(self.since), _iso(self.until))
+
+
+class Insights:
+    """The report over one range; ``encode`` turns questions into unit vectors (the bi-encoder)."""
+
+    def __init__(self, store: Store, corpora: list[CorpusInfo], encode, gap_limit: int) -> None:
+        self.store = store
+        self.corpora = {c.name: c for c in corpora}  # what the caller may see now
+        self.encode = encode
+        self.gap_limit = gap_limit
+        self._titles: dict[tuple[str, str], dict] = {}
+
+    def report(self, scope: InsightsRange, gaps: bool = True) -> dict:
+        where = scope.filter()
+        rows = self.store.trace_rows(where)
+        feedback = self.store.feedback_rows(where)
+        citations = self.store.trace_citations(where)
+        in_scope = [scope.corpus] if scope.corpus else sorted(self.corpora)
+        removed = sorted({r.corpus for r in rows} - self.corpora.keys())
+        report = {
+            "range": {"since": _iso(scope.since), "until": _iso(scope.until), "corpus": scope.corpus},
+            **self._counts(rows),
+            "feedback": self._feedback(feedback, rows),
+            "pages": self._pages(citations, [c for c in in_scope if c in self.corpora]),
+            "affected_answers": self._affected(citations, rows),
+            "removed_corpora": removed,
+        }
+        if not rows:
+            report["message"] = (
+                f"no questions were asked between {_iso(scope.since)} and {_iso(scope.until)}"
+                + (f" of corpus {scope.corpus!r}" if scope.corpus else "")
+                + "; widen the range (--since 30d) or check the corpus name"
+            )
+        if gaps:
+            report["gaps"] = self._gaps(rows, feedback)
+        return report
+
+    # counts ------------------------------------------------------------------------------------
+    @staticmethod
+    def _counts(rows: list[TraceRow]) -> dict:
+        days: dict[str, Counter] = defaultdict(Counter)
+        reasons: Counter = Counter()
+        for row in rows:
+            day = days[row.created_at[:10]]
+            day["questions"] += 1
+            day["refused" if row.refused else "answered"] += 1
+            if row.refused:
+                reasons[row.reason or "unknown"] += 1
+        latencies = np.array([r.latency_ms for r in rows if r.latency_ms is not None], dtype=np.float64)
+        return {
+            "questions": len(rows),
+            "answered": sum(1 for r in rows if not r.refused),
+            "refused": sum(reasons.values()),
+            "per_day": [
+                {"day": day, "questions": c["questions"], "answered": c["answered"], "refused": c["refused"]}
+                for day, c in sorted(days.items())
+            ],
+            "refused_by_reason": dict(reasons.most_common()),
+            "latency_ms": {
+                "p50": round(float(np.percentile(latencies, 50)), 1) if latencies.size else None,
+                "p95": round(float(np.percentile(latencies, 95)), 1) if latencies.size else None,
+                "measured": int(latencies.size),
+            },
+        }
+
+    @staticmethod
+    def _feedback(feedback: list[dict], rows: list[TraceRow]) -> dict:
+        questions = {r.trace_id: r.question for r in rows}
+        verdicts = Counter(f["verdict"] for f in feedback)
+        comments = [
+            {**f, "question": questions.get(f["trace_id"], "")} for f in reversed(feedback) if (f["comment"] or "").strip()
+        ]
+        return {"up": verdicts["up"], "down": verdicts["down"], "comments": comments[:LISTED], "comment_count": len(comments)}
+
+    # pages -------------------------------------------------------------------------------------
+    def _describe(self, corpus: str, page: str, chunk_id: str) -> dict:
+        """A page with its title and URL (from one of its chunks, if the corpus still has it)."""
+        key = (corpus, page)
+        if key not in self._titles:
+            chunks = self.store.get_chunks(corpus, [chunk_id]) if corpus in self.corpora else []
+            described = {"corpus": corpus, "page": page, "title": page, "url": None}
+            if chunks:
+                described.update(title=chunks[0].title, url=chunks[0].url.split("#", 1)[0])
+            self._titles[key] = described
+        return dict(self._titles[key])
+
+    def _pages(self, citations: list[tuple], corpora: list[str]) -> dict:
+        cited: Counter = Counter()
+        example: dict[tuple[str, str], str] = {}
+        for _, corpus, chunk_id, _ in citations:
+            key = (corpus, _page(chunk_id))
+            cited[key] += 1
+            example.setdefault(key, chunk_id)
+        most = [{**self._describe(*key, example[key]), "citations": n} for key, n in cited.most_common(TOP_PAGES)]
+        never: list[tuple[str, str, str]] = []
+        for corpus in corpora:
+            first: dict[str, str] = {}
+            for chunk_id in sorted(self.store.chunk_hashes(corpus)):
+                first.setdefault(_page(chunk_id), chunk_id)
+            never += [(corpus, page, cid) for page, cid in first.items() if (corpus, page) not in cited]
+        return {
+            "most_cited": most,
+            "never_cited": [self._describe(*item) for item in never[:LISTED]],
+            "never_cited_count": len(never),
+        }
+
+    # answers a docs change affected --------------------------------------------------------------
+    def _affected(self, citations: list[tuple], rows: list[TraceRow]) -> dict:
+        now: dict[str, dict[str, str]] = {}
+        changed: dict[str, list[dict]] = defaultdict(list)
+        for trace_id, corpus, chunk_id, cited_hash in citations:
+            if corpus not in self.corpora:
+                continue  # a removed corpus is reported as such, not as every answer it gave
+            hashes = now.get(corpus)
+            if hashes is None:
+                hashes = now[corpus] = self.store.chunk_hashes(corpus)
+            current = hashes.get(chunk_id)
+            if current is None:
+                changed[trace_id].append({"id": chunk_id, "change": "removed"})
+            elif cited_hash is not None and current != cited_hash:
+                changed[trace_id].append({"id": chunk_id, "change": "changed"})
+        by_id = {r.trace_id: r for r in rows}
+        listed = sorted((by_id[t] for t in changed if t in by_id), key=lambda r: r.created_at, reverse=True)
+        return {
+            "count": len(listed),
+            "answers": [
+                {"trace_id": r.trace_id, "corpus": r.corpus, "created_at": r.created_at, "question": r.question,
+                 "chunks": changed[r.trace_id]}
+                for r in listed[:LISTED]
+            ],
+        }
+
+    # docs gaps ---------------------------------------------------------------------------------
+    def _gaps(self, rows: list[TraceRow], feedback: list[dict]) -> dict:
+        down = {f["trace_id"] for f in feedback if f["verdict"] == "down"}
+        candidates = [r for r in rows if (r.refused and r.reason not in NOT_A_GAP) or r.trace_id in down]
+        considered = candidates[: self.gap_limit]  # rows come newest first
+        result = {"considered": len(considered), "candidates": len(candidates), "limit": self.gap_limit, "groups": []}
+        if not considered:
+            return result
+        payloads = self.store.trace_payloads([r.trace_id for r in considered])
+        by_text: dict[str, list[TraceRow]] = defaultdict(list)
+        for row in considered:
+            by_text[" ".join(row.question.lower().split())].append(row)
+        texts = list(by_text)
+        labels = cluster_questions(self.encode([by_text[t][0].question for t in texts]))
+        groups: dict[int, list[TraceRow]] = defaultdict(list)
+        for text, label in zip(texts, labels):
+            groups[label].extend(by_text[text])
+        result["groups"] = sorted(
+            (self._group(members, payloads, down) for members in groups.values()), key=lambda g: -g["size"]
+        )
+        return result
+
+    def _group(self, members: list[TraceRow], payloads: dict[str, dict], down: set[str]) -> dict:
+        reasons = Counter(r.reason for r in members if r.refused)
+        down_voted = sum(1 for r in members if r.trace_id in down)
+        terms: Counter = Counter()
+        nearest: Counter = Counter()
+        example_chunk: dict[tuple[str, str], str] = {}
+        for row in members:
+            payload = payloads.get(row.trace_id, {})
+            terms.update(dict.fromkeys(missing_terms(payload), 1))
+            retrieved = payload.get("retrieved") or []
+            if retrieved:
+                key = (row.corpus, _page(retrieved[0]["id"]))
+                nearest[key] += 1
+                example_chunk.setdefault(key, retrieved[0]["id"])
+        examples = list(dict.fromkeys(r.question for r in members))[:3]
+        top = nearest.most_common(1)
+        return {
+            "size": len(members),
+            "examples": examples,
+            "reasons": dict(reasons.most_common()) | ({"thumbs_down": down_voted} if down_voted else {}),
+            "missing_terms": [t for t, _ in terms.most_common(5)],
+            "nearest_page": self._describe(*top[0][0], example_chunk[top[0][0]]) if top else None,
+            "trace_ids": [r.trace_id for r in members[:LISTED]],
+        }
+
+
+def cluster_questions(vectors: np.ndarray, distance: float = GAP_DISTANCE) -> list[int]:
+    """Topic labels for unit question vectors: agglomerative clustering (average linkage, cosine
+    distance) cut where groups are ``distance`` apart."""
+    if len(vectors) == 1:
+        return [0]
+    from sklearn.cluster import AgglomerativeClustering
+
+    model = AgglomerativeClustering(n_clusters=None, distance_threshold=distance, metric="cosine", linkage="average")
+    return [int(label) for label in model.fit_predict(vectors)]
