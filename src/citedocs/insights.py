@@ -84,10 +84,13 @@ class InsightsRange:
     tenant: str | None
     corpus: str | None
     since: datetime
-    until: datetime
+    until: datetime | None = None  # None: up to now, this very second included
 
     def filter(self) -> TraceFilter:
-        return TraceFilter(self.tenant, self.corpus, _iso(self.since), _iso(self.until))
+        return TraceFilter(self.tenant, self.corpus, _iso(self.since), _iso(self.until) if self.until else "9999")
+
+    def describe(self) -> dict:
+        return {"since": _iso(self.since), "until": _iso(self.until or datetime.now(timezone.utc)), "corpus": self.corpus}
 
 
 class Insights:
@@ -108,7 +111,7 @@ class Insights:
         in_scope = [scope.corpus] if scope.corpus else sorted(self.corpora)
         removed = sorted({r.corpus for r in rows} - self.corpora.keys())
         report = {
-            "range": {"since": _iso(scope.since), "until": _iso(scope.until), "corpus": scope.corpus},
+            "range": scope.describe(),
             **self._counts(rows),
             "feedback": self._feedback(feedback, rows),
             "pages": self._pages(citations, [c for c in in_scope if c in self.corpora]),
@@ -117,7 +120,7 @@ class Insights:
         }
         if not rows:
             report["message"] = (
-                f"no questions were asked between {_iso(scope.since)} and {_iso(scope.until)}"
+                f"no questions were asked between {report['range']['since']} and {report['range']['until']}"
                 + (f" of corpus {scope.corpus!r}" if scope.corpus else "")
                 + "; widen the range (--since 30d) or check the corpus name"
             )
@@ -277,3 +280,44 @@ def cluster_questions(vectors: np.ndarray, distance: float = GAP_DISTANCE) -> li
 
     model = AgglomerativeClustering(n_clusters=None, distance_threshold=distance, metric="cosine", linkage="average")
     return [int(label) for label in model.fit_predict(vectors)]
+
+
+def report_rows(report: dict) -> list[tuple[str, str, object, str]]:
+    """The report flattened to (section, item, value, detail) rows: ``--csv`` and the terminal view."""
+    rows: list[tuple[str, str, object, str]] = [
+        ("totals", "questions", report["questions"], ""),
+        ("totals", "answered", report["answered"], ""),
+        ("totals", "refused", report["refused"], ""),
+    ]
+    rows += [("per_day", d["day"], d["questions"], f"answered {d['answered']}, refused {d['refused']}") for d in report["per_day"]]
+    rows += [("refused_by_reason", reason, n, "") for reason, n in report["refused_by_reason"].items()]
+    latency = report["latency_ms"]
+    rows += [("latency_ms", p, latency[p], f"over {latency['measured']} answers") for p in ("p50", "p95")]
+    feedback = report["feedback"]
+    rows += [("feedback", "up", feedback["up"], ""), ("feedback", "down", feedback["down"], "")]
+    rows += [("feedback_comment", c["verdict"], c["trace_id"], f"{c['comment']} (on: {c['question']})") for c in feedback["comments"]]
+    pages = report["pages"]
+    rows += [("most_cited", p["title"], p["citations"], p["url"] or p["page"]) for p in pages["most_cited"]]
+    rows += [("never_cited", p["title"], "", p["url"] or p["page"]) for p in pages["never_cited"]]
+    rows.append(("never_cited", "total", pages["never_cited_count"], ""))
+    for group in (report.get("gaps") or {}).get("groups", []):
+        nearest = group["nearest_page"]
+        detail = "; ".join(
+            part
+            for part in (
+                " | ".join(group["examples"]),
+                "reasons: " + ", ".join(f"{r} {n}" for r, n in group["reasons"].items()),
+                "docs never mention: " + ", ".join(group["missing_terms"]) if group["missing_terms"] else "",
+                f"nearest page: {nearest['title']} ({nearest['url'] or nearest['page']})" if nearest else "",
+            )
+            if part
+        )
+        rows.append(("gap", group["examples"][0], group["size"], detail))
+    affected = report["affected_answers"]
+    rows += [
+        ("affected_answer", a["question"], a["trace_id"], ", ".join(f"{c['id']} {c['change']}" for c in a["chunks"]))
+        for a in affected["answers"]
+    ]
+    rows.append(("affected_answer", "total", affected["count"], ""))
+    rows += [("removed_corpus", name, "", "traces of a corpus that no longer exists") for name in report["removed_corpora"]]
+    return rows
