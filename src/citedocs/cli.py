@@ -847,6 +847,9 @@ def demo(
 
 
 def main() -> None:
+    from . import telemetry
+
+    telemetry.configure()  # OTLP export of spans when OTEL_EXPORTER_OTLP_ENDPOINT is set
     try:
         app()
     except (config.ConfigError, StoreUnavailable) as exc:

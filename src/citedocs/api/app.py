@@ -304,9 +304,11 @@ def worker_app() -> FastAPI:
     """The app of one worker of a multi-worker ``citedocs serve`` (a uvicorn factory, called in each
     worker process): the serve command has checked the settings and passes the backend in
     ``CITEDOCS_BACKEND``; the models load here, before the worker accepts a request."""
+    from .. import telemetry
     from ..logs import configure_json_logging
 
     configure_json_logging()
+    telemetry.configure()
     services = Services.open()
     application = create_app(services)
     services.generator
