@@ -150,7 +150,7 @@ async function loadTraces() {
     t.question,
     t.refused ? `refused: ${t.reason.replace(/_/g, " ")}` : "answered",
     t.latency_ms === null ? "–" : `${Math.round(t.latency_ms)} ms`,
-    t.feedback.map((f) => (f.verdict === "up" ? "👍" : "👎") + (f.comment ? ` ${f.comment}` : "")).join(" · ") || "–",
+    t.feedback.map((f) => (f.verdict === "up" ? "helpful" : "not helpful") + (f.comment ? `: ${f.comment}` : "")).join(" · ") || "–",
     el("button", { type: "button", class: "link-button", "data-trace": t.trace_id, onclick: () => showTrace(t.trace_id) }, "Details"),
   ]);
   $("traces").replaceChildren(
