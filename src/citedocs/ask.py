@@ -12,6 +12,7 @@ from . import config, telemetry
 from .contract import AskRequest, AskResponse, Citation, RefusalReason
 from .generate.base import GenerationFault, Generator
 from .generate.grader import LlmGrader
+from .models.embedding_cache import question_vector
 from .privacy import redact_trace
 from .index.store import CorpusInfo, Store
 from .retrieve.expand import PROMPT_VERSION as EXPANSION_PROMPT
@@ -113,7 +114,10 @@ class _Answer:
         )
         if config.setting("redact_questions") == "on":
             redact_trace(trace.payload)
-        self.pipeline.store.save_trace(self.trace_id, self.corpus, trace.payload["created_at"], trace.payload)
+        # the vector retrieval computed (or, for a follow-up or a redacted question, of the stored words):
+        # the docs gaps group questions by it without encoding them again
+        vector = question_vector(trace.payload["question"], self.pipeline.retriever.encoder)
+        self.pipeline.store.save_trace(self.trace_id, self.corpus, trace.payload["created_at"], trace.payload, vector)
         if self.pipeline.on_trace:
             self.pipeline.on_trace(trace.payload)
         return AskEvent("final", response=response)

@@ -7,7 +7,8 @@ range, optionally of one corpus:
 - feedback up/down with its comments;
 - the most-cited pages and the pages never cited;
 - **docs gaps**: refused questions (a backend failure is not a gap) and down-voted answers, grouped
-  by topic: their bi-encoder (MiniLM) vectors are clustered by scikit-learn's agglomerative
+  by topic: their bi-encoder (MiniLM) vectors (kept with each trace, from retrieval; a trace an older
+  citedocs wrote is encoded now) are clustered by scikit-learn's agglomerative
   clustering (average linkage over cosine distance, cut at ``GAP_DISTANCE``, so the number of groups
   follows the data). Each group names its size, three example questions, the refusal reasons, the
   terms the question gate found the docs never mention, and the page that came nearest without answering;
@@ -236,7 +237,7 @@ class Insights:
         for row in considered:
             by_text[" ".join(row.question.lower().split())].append(row)
         texts = list(by_text)
-        labels = cluster_questions(self.encode([by_text[t][0].question for t in texts]))
+        labels = cluster_questions(self._vectors([by_text[t][0] for t in texts]))
         groups: dict[int, list[TraceRow]] = defaultdict(list)
         for text, label in zip(texts, labels):
             groups[label].extend(by_text[text])
@@ -244,6 +245,13 @@ class Insights:
             (self._group(members, payloads, down) for members in groups.values()), key=lambda g: -g["size"]
         )
         return result
+
+    def _vectors(self, rows: list[TraceRow]) -> np.ndarray:
+        """The questions' vectors: the one kept with each trace, else (an older trace) encoded now."""
+        kept = self.store.question_vectors([r.trace_id for r in rows])
+        missing = [r.question for r in rows if r.trace_id not in kept]
+        fresh = iter(self.encode(missing)) if missing else iter(())
+        return np.stack([kept[r.trace_id] if r.trace_id in kept else next(fresh) for r in rows]).astype(np.float32)
 
     def _group(self, members: list[TraceRow], payloads: dict[str, dict], down: set[str]) -> dict:
         reasons = Counter(r.reason for r in members if r.refused)

@@ -52,6 +52,8 @@ from .store import (
     TraceColumns,
     TraceFilter,
     TraceRow,
+    packed_vector,
+    unpacked_vector,
     pause_mid_write_if_asked,
 )
 from .token_codec import PackedTokens
@@ -153,6 +155,7 @@ ALTER TABLE traces ADD COLUMN IF NOT EXISTS question TEXT;
 ALTER TABLE traces ADD COLUMN IF NOT EXISTS refused BOOLEAN;
 ALTER TABLE traces ADD COLUMN IF NOT EXISTS reason TEXT;
 ALTER TABLE traces ADD COLUMN IF NOT EXISTS latency_ms DOUBLE PRECISION;
+ALTER TABLE traces ADD COLUMN IF NOT EXISTS question_vector BYTEA;
 CREATE INDEX IF NOT EXISTS traces_unsummarised ON traces (trace_id) WHERE refused IS NULL;
 CREATE INDEX IF NOT EXISTS feedback_trace ON feedback (trace_id);
 """
@@ -479,16 +482,22 @@ class PostgresStore:
                 yield _row_to_chunk(r), ChunkVectors(np.asarray(r["embedding"].to_numpy(), dtype=np.float32), tokens)
 
     # traces and feedback ---------------------------------------------------------------------
-    def save_trace(self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict) -> None:
+    def save_trace(
+        self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict, question_vector: np.ndarray | None = None
+    ) -> None:
         columns = TraceColumns.of(payload)
         with self._pool.connection() as conn, conn.transaction():
             conn.execute(
-                "INSERT INTO traces (trace_id, corpus, created_at, payload, tenant, question, refused, reason, latency_ms)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                "INSERT INTO traces (trace_id, corpus, created_at, payload, tenant, question, refused, reason, latency_ms,"
+                " question_vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
                 " ON CONFLICT (trace_id) DO UPDATE SET corpus = EXCLUDED.corpus, created_at = EXCLUDED.created_at,"
                 " payload = EXCLUDED.payload, tenant = EXCLUDED.tenant, question = EXCLUDED.question,"
-                " refused = EXCLUDED.refused, reason = EXCLUDED.reason, latency_ms = EXCLUDED.latency_ms",
-                (trace_id, corpus.name, created_at, json.dumps(payload), corpus.tenant, *self._typed(columns)),
+                " refused = EXCLUDED.refused, reason = EXCLUDED.reason, latency_ms = EXCLUDED.latency_ms,"
+                " question_vector = EXCLUDED.question_vector",
+                (
+                    trace_id, corpus.name, created_at, json.dumps(payload), corpus.tenant, *self._typed(columns),
+                    packed_vector(question_vector),
+                ),
             )
             self._write_citations(conn, trace_id, corpus.name, columns)
 
@@ -556,6 +565,13 @@ class PostgresStore:
     def trace_payloads(self, trace_ids: list[str]) -> dict[str, dict]:
         rows = self._read("SELECT trace_id, payload FROM traces WHERE trace_id = ANY(%s)", (trace_ids,))
         return {r["trace_id"]: json.loads(r["payload"]) for r in rows}
+
+    def question_vectors(self, trace_ids: list[str]) -> dict[str, np.ndarray]:
+        rows = self._read(
+            "SELECT trace_id, question_vector FROM traces WHERE trace_id = ANY(%s) AND question_vector IS NOT NULL",
+            (trace_ids,),
+        )
+        return {r["trace_id"]: unpacked_vector(bytes(r["question_vector"])) for r in rows}
 
     def get_trace(self, trace_id: str, tenant: str | None = None) -> dict | None:
         with self._pool.connection() as conn:

@@ -47,7 +47,9 @@ from .store import (
     TraceColumns,
     TraceFilter,
     TraceRow,
+    packed_vector,
     pause_mid_write_if_asked,
+    unpacked_vector,
 )
 from .token_codec import PackedTokens
 
@@ -99,7 +101,8 @@ CREATE TABLE IF NOT EXISTS traces (
     question TEXT,
     refused INTEGER,
     reason TEXT,
-    latency_ms REAL
+    latency_ms REAL,
+    question_vector BLOB
 );
 CREATE TABLE IF NOT EXISTS trace_citations (
     trace_id TEXT NOT NULL,
@@ -148,6 +151,7 @@ _ADDED_COLUMNS = (
     ("traces", "refused", "INTEGER"),
     ("traces", "reason", "TEXT"),
     ("traces", "latency_ms", "REAL"),
+    ("traces", "question_vector", "BLOB"),
 )
 
 _FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5(
@@ -465,7 +469,9 @@ class SQLiteStore:
         return {ChunkId(r["id"]): PackedTokens(bytes(r["vectors"]), r["n"]) for r in rows}
 
     # traces and feedback ---------------------------------------------------------------------
-    def save_trace(self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict) -> None:
+    def save_trace(
+        self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict, question_vector: np.ndarray | None = None
+    ) -> None:
         columns = TraceColumns.of(payload)
         with self._lock:
             db = self._db
@@ -473,8 +479,11 @@ class SQLiteStore:
             try:
                 db.execute(
                     "INSERT OR REPLACE INTO traces (trace_id, corpus, created_at, payload, tenant, question, refused,"
-                    " reason, latency_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (trace_id, corpus.name, created_at, json.dumps(payload), corpus.tenant, *columns.row()),
+                    " reason, latency_ms, question_vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        trace_id, corpus.name, created_at, json.dumps(payload), corpus.tenant, *columns.row(),
+                        packed_vector(question_vector),
+                    ),
                 )
                 self._write_citations(trace_id, corpus.name, columns)
                 db.execute("COMMIT")
@@ -542,16 +551,23 @@ class SQLiteStore:
             ).fetchall()
         return [dict(r) for r in rows]
 
-    def trace_payloads(self, trace_ids: list[str]) -> dict[str, dict]:
-        payloads: dict[str, dict] = {}
+    def _by_trace_id(self, column: str, trace_ids: list[str]) -> list[sqlite3.Row]:
+        rows = []
         with self._lock:
             for start in range(0, len(trace_ids), 500):
                 batch = trace_ids[start : start + 500]
-                rows = self._db.execute(
-                    f"SELECT trace_id, payload FROM traces WHERE trace_id IN ({','.join('?' * len(batch))})", batch
+                rows += self._db.execute(
+                    f"SELECT trace_id, {column} AS value FROM traces WHERE trace_id IN ({','.join('?' * len(batch))})"
+                    f" AND {column} IS NOT NULL",
+                    batch,
                 ).fetchall()
-                payloads.update((r["trace_id"], json.loads(r["payload"])) for r in rows)
-        return payloads
+        return rows
+
+    def trace_payloads(self, trace_ids: list[str]) -> dict[str, dict]:
+        return {r["trace_id"]: json.loads(r["value"]) for r in self._by_trace_id("payload", trace_ids)}
+
+    def question_vectors(self, trace_ids: list[str]) -> dict[str, np.ndarray]:
+        return {r["trace_id"]: unpacked_vector(r["value"]) for r in self._by_trace_id("question_vector", trace_ids)}
 
     def get_trace(self, trace_id: str, tenant: str | None = None) -> dict | None:
         with self._lock:

@@ -102,6 +102,15 @@ class TraceRow:
 TRACE_ROW_COLUMNS = "trace_id, corpus, created_at, question, refused, reason, latency_ms"
 
 
+def packed_vector(vector: np.ndarray | None) -> bytes | None:
+    """A question vector as the stores keep it: float16 (768 bytes for MiniLM's 384 dimensions)."""
+    return None if vector is None else np.asarray(vector, dtype=np.float16).tobytes()
+
+
+def unpacked_vector(data: bytes) -> np.ndarray:
+    return np.frombuffer(data, dtype=np.float16).astype(np.float32)
+
+
 @dataclass(frozen=True)
 class TraceColumns:
     """A trace's payload reduced to the columns insights read (written with the trace; computed once,
@@ -232,7 +241,11 @@ class Store(Protocol):
         """Stored token vectors, packed (see ``ChunkVectors``); chunks indexed without them are absent."""
         ...
 
-    def save_trace(self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict) -> None: ...
+    def save_trace(
+        self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict, question_vector: np.ndarray | None = None
+    ) -> None:
+        """``question_vector``: the question's unit bi-encoder vector, kept (float16) for the docs gaps."""
+        ...
 
     def get_trace(self, trace_id: str, tenant: str | None = None) -> dict | None: ...
 
@@ -252,6 +265,10 @@ class Store(Protocol):
 
     def trace_payloads(self, trace_ids: list[str]) -> dict[str, dict]:
         """The stored payloads of these traces (without feedback), by trace id."""
+        ...
+
+    def question_vectors(self, trace_ids: list[str]) -> dict[str, np.ndarray]:
+        """The stored question vectors (float32) of these traces; a trace stored without one is absent."""
         ...
 
     def prune_traces(self, created_before: str) -> int:
