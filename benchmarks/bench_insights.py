@@ -144,7 +144,7 @@ def measure(store, corpus: str, tenant: str, rounds: int, encoder) -> dict:
         summary.append(time.perf_counter() - started)
         insights = Insights(store, corpora, encoder.encode, 500)
         started = time.perf_counter()
-        grouped = insights._gaps(store.trace_rows(scope.filter()), store.feedback_rows(scope.filter()))
+        grouped = insights.gaps(scope.filter())
         gaps.append(time.perf_counter() - started)
     return {
         "traces": report["questions"],

@@ -16,9 +16,9 @@ range, optionally of one corpus:
   hash) or vanished since; a trace keeps each cited chunk's hash, so this is exact. (Traces
   written before hashes were kept can only show vanished chunks.)
 
-The counts read only the columns kept beside each trace (``TraceRow``), never the JSON payloads, so
-100k traces summarise in well under a second on both stores (benchmarks/bench_insights.py); only
-the gap candidates' payloads are read.
+The counts are aggregated by the database over the columns kept beside each trace (``TraceColumns``,
+the ``trace_citations`` table), never over the JSON payloads (benchmarks/bench_insights.py times
+100k traces on both stores); only the gap questions' payloads and kept vectors are read.
 """
 
 from __future__ import annotations
@@ -106,44 +106,41 @@ class Insights:
 
     def report(self, scope: InsightsRange, gaps: bool = True) -> dict:
         where = scope.filter()
-        rows = self.store.trace_rows(where)
-        feedback = self.store.feedback_rows(where)
-        citations = self.store.trace_citations(where)
+        counts = self.store.insights_rows("counts", where)
         in_scope = [scope.corpus] if scope.corpus else sorted(self.corpora)
-        removed = sorted({r.corpus for r in rows} - self.corpora.keys())
         report = {
             "range": scope.describe(),
-            **self._counts(rows),
-            "feedback": self._feedback(feedback, rows),
-            "pages": self._pages(citations, [c for c in in_scope if c in self.corpora]),
-            "affected_answers": self._affected(citations, rows),
-            "removed_corpora": removed,
+            **self._counts(counts, self.store.insights_rows("latencies", where)),
+            "feedback": self._feedback(self.store.insights_rows("feedback", where)),
+            "pages": self._pages(self.store.insights_rows("citations", where), [c for c in in_scope if c in self.corpora]),
+            "affected_answers": self._affected(self.store.insights_rows("changed", where)),
+            "removed_corpora": sorted({corpus for _, corpus, *_ in counts} - self.corpora.keys()),
         }
-        if not rows:
+        if not counts:
             report["message"] = (
                 f"no questions were asked between {report['range']['since']} and {report['range']['until']}"
                 + (f" of corpus {scope.corpus!r}" if scope.corpus else "")
                 + "; widen the range (--since 30d) or check the corpus name"
             )
         if gaps:
-            report["gaps"] = self._gaps(rows, feedback)
+            report["gaps"] = self.gaps(where)
         return report
 
     # counts ------------------------------------------------------------------------------------
     @staticmethod
-    def _counts(rows: list[TraceRow]) -> dict:
+    def _counts(counts: list[tuple], latencies: list[tuple]) -> dict:
         days: dict[str, Counter] = defaultdict(Counter)
         reasons: Counter = Counter()
-        for row in rows:
-            day = days[row.created_at[:10]]
-            day["questions"] += 1
-            day["refused" if row.refused else "answered"] += 1
-            if row.refused:
-                reasons[row.reason or "unknown"] += 1
-        latencies = np.array([r.latency_ms for r in rows if r.latency_ms is not None], dtype=np.float64)
+        for day, _, refused, reason, n in counts:
+            days[day]["questions"] += n
+            days[day]["refused" if refused else "answered"] += n
+            if refused:
+                reasons[reason or "unknown"] += n
+        measured = np.array([r[0] for r in latencies], dtype=np.float64)
+        total = sum(n for *_, n in counts)
         return {
-            "questions": len(rows),
-            "answered": sum(1 for r in rows if not r.refused),
+            "questions": total,
+            "answered": total - sum(reasons.values()),
             "refused": sum(reasons.values()),
             "per_day": [
                 {"day": day, "questions": c["questions"], "answered": c["answered"], "refused": c["refused"]}
@@ -151,18 +148,19 @@ class Insights:
             ],
             "refused_by_reason": dict(reasons.most_common()),
             "latency_ms": {
-                "p50": round(float(np.percentile(latencies, 50)), 1) if latencies.size else None,
-                "p95": round(float(np.percentile(latencies, 95)), 1) if latencies.size else None,
-                "measured": int(latencies.size),
+                "p50": round(float(np.percentile(measured, 50)), 1) if measured.size else None,
+                "p95": round(float(np.percentile(measured, 95)), 1) if measured.size else None,
+                "measured": int(measured.size),
             },
         }
 
     @staticmethod
-    def _feedback(feedback: list[dict], rows: list[TraceRow]) -> dict:
-        questions = {r.trace_id: r.question for r in rows}
-        verdicts = Counter(f["verdict"] for f in feedback)
+    def _feedback(feedback: list[tuple]) -> dict:
+        verdicts = Counter(f[1] for f in feedback)
         comments = [
-            {**f, "question": questions.get(f["trace_id"], "")} for f in reversed(feedback) if (f["comment"] or "").strip()
+            {"trace_id": trace_id, "verdict": verdict, "comment": comment, "created_at": at, "question": question}
+            for trace_id, verdict, comment, at, question in reversed(feedback)
+            if (comment or "").strip()
         ]
         return {"up": verdicts["up"], "down": verdicts["down"], "comments": comments[:LISTED], "comment_count": len(comments)}
 
@@ -181,9 +179,9 @@ class Insights:
     def _pages(self, citations: list[tuple], corpora: list[str]) -> dict:
         cited: Counter = Counter()
         example: dict[tuple[str, str], str] = {}
-        for _, corpus, chunk_id, _ in citations:
+        for corpus, chunk_id, n in citations:
             key = (corpus, _page(chunk_id))
-            cited[key] += 1
+            cited[key] += n
             example.setdefault(key, chunk_id)
         most = [{**self._describe(*key, example[key]), "citations": n} for key, n in cited.most_common(TOP_PAGES)]
         never: list[tuple[str, str, str]] = []
@@ -199,37 +197,25 @@ class Insights:
         }
 
     # answers a docs change affected --------------------------------------------------------------
-    def _affected(self, citations: list[tuple], rows: list[TraceRow]) -> dict:
-        now: dict[str, dict[str, str]] = {}
-        changed: dict[str, list[dict]] = defaultdict(list)
-        for trace_id, corpus, chunk_id, cited_hash in citations:
-            if corpus not in self.corpora:
-                continue  # a removed corpus is reported as such, not as every answer it gave
-            hashes = now.get(corpus)
-            if hashes is None:
-                hashes = now[corpus] = self.store.chunk_hashes(corpus)
-            current = hashes.get(chunk_id)
-            if current is None:
-                changed[trace_id].append({"id": chunk_id, "change": "removed"})
-            elif cited_hash is not None and current != cited_hash:
-                changed[trace_id].append({"id": chunk_id, "change": "changed"})
-        by_id = {r.trace_id: r for r in rows}
-        listed = sorted((by_id[t] for t in changed if t in by_id), key=lambda r: r.created_at, reverse=True)
-        return {
-            "count": len(listed),
-            "answers": [
-                {"trace_id": r.trace_id, "corpus": r.corpus, "created_at": r.created_at, "question": r.question,
-                 "chunks": changed[r.trace_id]}
-                for r in listed[:LISTED]
-            ],
-        }
+    @staticmethod
+    def _affected(changed: list[tuple]) -> dict:
+        """From the citations whose chunk is gone or reads otherwise now (an older trace without the
+        hash can only show a chunk that is gone), newest answers first."""
+        answers: dict[str, dict] = {}
+        for trace_id, corpus, created_at, question, chunk_id, _, current in changed:
+            answer = answers.setdefault(
+                trace_id, {"trace_id": trace_id, "corpus": corpus, "created_at": created_at, "question": question, "chunks": []}
+            )
+            answer["chunks"].append({"id": chunk_id, "change": "removed" if current is None else "changed"})
+        return {"count": len(answers), "answers": list(answers.values())[:LISTED]}
 
     # docs gaps ---------------------------------------------------------------------------------
-    def _gaps(self, rows: list[TraceRow], feedback: list[dict]) -> dict:
-        down = {f["trace_id"] for f in feedback if f["verdict"] == "down"}
-        candidates = [r for r in rows if (r.refused and r.reason not in NOT_A_GAP) or r.trace_id in down]
-        considered = candidates[: self.gap_limit]  # rows come newest first
-        result = {"considered": len(considered), "candidates": len(candidates), "limit": self.gap_limit, "groups": []}
+    def gaps(self, where: TraceFilter) -> dict:
+        rows = self.store.insights_rows("gap_candidates", where, self.gap_limit + 1)
+        considered = [TraceRow(r[0], r[1], r[2], r[3], bool(r[4]), r[5], r[6]) for r in rows[: self.gap_limit]]
+        down = {r[0] for r in rows if r[7]}
+        # more than the limit: the oldest are left out (the newest questions say most about the docs now)
+        result = {"considered": len(considered), "more": len(rows) > self.gap_limit, "limit": self.gap_limit, "groups": []}
         if not considered:
             return result
         payloads = self.store.trace_payloads([r.trace_id for r in considered])

@@ -378,9 +378,11 @@ class Services:
         if not rows:
             return []
         feedback: dict[str, list[dict]] = {r.trace_id: [] for r in rows}
-        for item in self.store.feedback_rows(TraceFilter(tenant, corpus, since=rows[-1].created_at)):
-            if item["trace_id"] in feedback:
-                feedback[item["trace_id"]].append({k: item[k] for k in ("verdict", "comment", "created_at")})
+        for trace_id, verdict, comment, created_at, _ in self.store.insights_rows(
+            "feedback", TraceFilter(tenant, corpus, since=rows[-1].created_at)
+        ):
+            if trace_id in feedback:
+                feedback[trace_id].append({"verdict": verdict, "comment": comment, "created_at": created_at})
         return [{**r.__dict__, "feedback": feedback[r.trace_id]} for r in rows]
 
     def prune_traces(self, older_than_days: int | None = None) -> int:

@@ -45,6 +45,7 @@ from .store import (
     CorpusInfo,
     CorpusOwnedByOtherTenant,
     DocumentRecord,
+    INSIGHTS_SQL,
     IngestChanges,
     StoreUnavailable,
     TRACE_FILTER_SQL,
@@ -210,8 +211,12 @@ def _row_to_chunk(row: dict) -> Chunk:
     )
 
 
-# TRACE_FILTER_SQL in psycopg's placeholders (an untyped NULL parameter needs its type)
-_TRACE_FILTER = TRACE_FILTER_SQL.replace("? IS NULL", "%s::text IS NULL").replace("?", "%s")
+def _postgres(sql: str) -> str:
+    """SQL written with SQLite's placeholders in psycopg's (an untyped NULL parameter needs its type)."""
+    return sql.replace("? IS NULL", "%s::text IS NULL").replace("?", "%s")
+
+
+_TRACE_FILTER = _postgres(TRACE_FILTER_SQL)
 
 
 class PostgresStore:
@@ -519,8 +524,8 @@ class PostgresStore:
     def _summarise_older_traces(cls, conn: psycopg.Connection) -> None:
         """Fill the insights columns of traces an older citedocs wrote (payload only), in batches."""
         while True:
-            with conn.transaction():
-                rows = conn.execute(
+            with conn.transaction(), conn.cursor(row_factory=tuple_row) as cursor:
+                rows = cursor.execute(
                     "SELECT trace_id, corpus, payload FROM traces WHERE refused IS NULL LIMIT 1000 FOR UPDATE SKIP LOCKED"
                 ).fetchall()
                 for trace_id, corpus, payload in rows:
@@ -534,33 +539,18 @@ class PostgresStore:
                 return
 
     def trace_rows(self, where: TraceFilter, limit: int | None = None) -> list[TraceRow]:
-        with self._pool.connection() as conn:
-            conn.row_factory = tuple_row
-            try:
-                self._summarise_older_traces(conn)  # one an older process wrote since this store opened
-                rows = conn.execute(
-                    f"SELECT {TRACE_ROW_COLUMNS} FROM traces t WHERE {_TRACE_FILTER} ORDER BY t.created_at DESC LIMIT %s",
-                    (*where.params(), limit),
-                ).fetchall()
-            finally:
-                conn.row_factory = dict_row
+        with self._pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
+            rows = cursor.execute(
+                f"SELECT {TRACE_ROW_COLUMNS} FROM traces t WHERE {_TRACE_FILTER} ORDER BY t.created_at DESC LIMIT %s",
+                (*where.params(), limit),
+            ).fetchall()
         return [TraceRow(*r) for r in rows]
 
-    def trace_citations(self, where: TraceFilter) -> list[tuple[str, str, str, str | None]]:
+    def insights_rows(self, query: str, where: TraceFilter, limit: int | None = None) -> list[tuple]:
         with self._pool.connection() as conn:
+            self._summarise_older_traces(conn)  # traces an older process wrote since this store opened
             with conn.cursor(row_factory=tuple_row) as cursor:
-                return cursor.execute(
-                    "SELECT c.trace_id, c.corpus, c.chunk_id, c.content_hash FROM trace_citations c"
-                    f" JOIN traces t ON t.trace_id = c.trace_id WHERE {_TRACE_FILTER}",
-                    where.params(),
-                ).fetchall()
-
-    def feedback_rows(self, where: TraceFilter) -> list[dict]:
-        return self._read(
-            "SELECT f.trace_id, f.verdict, f.comment, f.created_at FROM feedback f"
-            f" JOIN traces t ON t.trace_id = f.trace_id WHERE {_TRACE_FILTER} ORDER BY f.id",
-            where.params(),
-        )
+                return cursor.execute(_postgres(INSIGHTS_SQL[query]) + " LIMIT %s", (*where.params(), limit)).fetchall()
 
     def trace_payloads(self, trace_ids: list[str]) -> dict[str, dict]:
         rows = self._read("SELECT trace_id, payload FROM traces WHERE trace_id = ANY(%s)", (trace_ids,))

@@ -41,6 +41,7 @@ from .store import (
     CorpusInfo,
     CorpusOwnedByOtherTenant,
     DocumentRecord,
+    INSIGHTS_SQL,
     IngestChanges,
     TRACE_FILTER_SQL,
     TRACE_ROW_COLUMNS,
@@ -522,7 +523,6 @@ class SQLiteStore:
                     raise
 
     def trace_rows(self, where: TraceFilter, limit: int | None = None) -> list[TraceRow]:
-        self._summarise_older_traces()  # one an older process wrote since this store opened
         with self._lock:
             rows = self._db.execute(
                 f"SELECT {TRACE_ROW_COLUMNS} FROM traces t WHERE {TRACE_FILTER_SQL} ORDER BY t.created_at DESC"
@@ -531,25 +531,16 @@ class SQLiteStore:
             ).fetchall()
         return [TraceRow(r[0], r[1], r[2], r[3], bool(r[4]), r[5], r[6]) for r in rows]
 
-    def trace_citations(self, where: TraceFilter) -> list[tuple[str, str, str, str | None]]:
+    def insights_rows(self, query: str, where: TraceFilter, limit: int | None = None) -> list[tuple]:
+        self._summarise_older_traces()  # traces an older process wrote since this store opened
         with self._lock:
             return [
                 tuple(r)
                 for r in self._db.execute(
-                    "SELECT c.trace_id, c.corpus, c.chunk_id, c.content_hash FROM trace_citations c"
-                    f" JOIN traces t ON t.trace_id = c.trace_id WHERE {TRACE_FILTER_SQL}",
-                    where.params(),
+                    INSIGHTS_SQL[query] + (" LIMIT ?" if limit is not None else ""),
+                    (*where.params(), *(() if limit is None else (limit,))),
                 )
             ]
-
-    def feedback_rows(self, where: TraceFilter) -> list[dict]:
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT f.trace_id, f.verdict, f.comment, f.created_at FROM feedback f"
-                f" JOIN traces t ON t.trace_id = f.trace_id WHERE {TRACE_FILTER_SQL} ORDER BY f.id",
-                where.params(),
-            ).fetchall()
-        return [dict(r) for r in rows]
 
     def _by_trace_id(self, column: str, trace_ids: list[str]) -> list[sqlite3.Row]:
         rows = []

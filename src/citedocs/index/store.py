@@ -152,10 +152,37 @@ class TraceFilter:
         return (self.tenant, self.tenant, self.corpus, self.corpus, self.since, self.until)
 
 
-# The WHERE clause of TraceFilter.params() over the traces table (``t``), in the stores' placeholder style.
+# The WHERE clause of TraceFilter.params() over the traces table (``t``), in SQLite's placeholders
+# (the PostgreSQL store rewrites them). The insights' reads below aggregate in the database, so a
+# large history never crosses into Python row by row.
 TRACE_FILTER_SQL = (
     "(? IS NULL OR t.tenant = ?) AND (? IS NULL OR t.corpus = ?) AND t.created_at >= ? AND t.created_at < ?"
 )
+_VOTED_DOWN = "SELECT trace_id FROM feedback WHERE verdict = 'down'"
+INSIGHTS_SQL = {
+    # (day, corpus, refused, reason, count)
+    "counts": "SELECT substr(t.created_at, 1, 10), t.corpus, t.refused, t.reason, count(*) FROM traces t"
+    f" WHERE {TRACE_FILTER_SQL} GROUP BY 1, 2, 3, 4 ORDER BY 1",
+    "latencies": f"SELECT t.latency_ms FROM traces t WHERE {TRACE_FILTER_SQL} AND t.latency_ms IS NOT NULL",
+    # (corpus, chunk id, times cited)
+    "citations": "SELECT c.corpus, c.chunk_id, count(*) FROM trace_citations c JOIN traces t ON t.trace_id = c.trace_id"
+    f" WHERE {TRACE_FILTER_SQL} GROUP BY 1, 2",
+    # (trace id, corpus, created_at, question, chunk id, hash when cited, hash now or NULL) of the citations
+    # whose chunk is gone or reads otherwise now, in corpora the trace's tenant still has
+    "changed": "SELECT c.trace_id, c.corpus, t.created_at, t.question, c.chunk_id, c.content_hash, k.content_hash"
+    " FROM trace_citations c JOIN traces t ON t.trace_id = c.trace_id"
+    " JOIN corpora o ON o.name = c.corpus AND o.tenant = t.tenant"
+    " LEFT JOIN chunks k ON k.corpus = c.corpus AND k.id = c.chunk_id"
+    f" WHERE {TRACE_FILTER_SQL} AND (k.id IS NULL OR k.content_hash <> c.content_hash)"
+    " ORDER BY t.created_at DESC, c.trace_id",
+    "feedback": "SELECT f.trace_id, f.verdict, f.comment, f.created_at, t.question FROM feedback f"
+    f" JOIN traces t ON t.trace_id = f.trace_id WHERE {TRACE_FILTER_SQL} ORDER BY f.id",
+    # refused (not for a backend failure) or voted down: the docs gaps' questions, newest first
+    # (TRACE_ROW_COLUMNS, then whether it was voted down)
+    "gap_candidates": f"SELECT {', '.join('t.' + c for c in TRACE_ROW_COLUMNS.split(', '))}, t.trace_id IN ({_VOTED_DOWN})"
+    f" FROM traces t WHERE {TRACE_FILTER_SQL} AND ((t.refused AND t.reason <> 'backend_error')"
+    f" OR t.trace_id IN ({_VOTED_DOWN})) ORDER BY t.created_at DESC",
+}
 
 
 @dataclass(frozen=True)
@@ -255,12 +282,8 @@ class Store(Protocol):
         """The traces in range, newest first (``limit``: only the newest that many)."""
         ...
 
-    def trace_citations(self, where: TraceFilter) -> list[tuple[str, str, str, str | None]]:
-        """(trace id, corpus, chunk id, content hash when answered) of every citation of the traces in range."""
-        ...
-
-    def feedback_rows(self, where: TraceFilter) -> list[dict]:
-        """trace_id, verdict, comment, created_at of the feedback on the traces in range, oldest first."""
+    def insights_rows(self, query: str, where: TraceFilter, limit: int | None = None) -> list[tuple]:
+        """The rows of one of INSIGHTS_SQL's queries over the traces in range (``limit``: at most that many)."""
         ...
 
     def trace_payloads(self, trace_ids: list[str]) -> dict[str, dict]:

@@ -114,7 +114,7 @@ function pageLink(page) {
 
 function gapsSection(gaps) {
   const section = el("section", { class: "gaps", "aria-labelledby": "gaps-title" },
-    el("h2", { id: "gaps-title" }, `Docs gaps (${gaps.groups.length} topics from ${gaps.considered} questions)`));
+    el("h2", { id: "gaps-title" }, `Docs gaps (${gaps.groups.length} topics from ${gaps.more ? "the newest " : ""}${gaps.considered} questions)`));
   if (!gaps.groups.length) {
     section.append(el("p", { class: "muted" }, "No refused or down-voted questions in this range."));
     return section;
