@@ -1,9 +1,10 @@
 #!/usr/bin/env python
 """Insights over a large history: 100k synthetic traces on SQLite and on PostgreSQL (a script, not a test).
 
-The traces are made from a real trace's payload (the stages, thresholds and eight retrieved chunks
-a real answer stores: about 3 kB each) with the corpus's own chunk ids: 30 days, 35 % refused
-(reasons in the mix real use shows), three citations an answer, 5 % with feedback. They are written
+The traces are shaped like real ones (the stages, thresholds and eight retrieved chunks a real
+answer stores: about 3 kB each) with the corpus's own chunk ids: 30 days, 35 % refused, three
+citations an answer, 5 % with feedback, and a docs change since (2 % of the chunks changed, 1 %
+of the answers cite a section that is gone). They are written
 in bulk with the columns ``save_trace`` would write (TraceColumns), so setting up takes seconds,
 not the hours 100k real answers would. Then it times the report a docs team reads:
 
@@ -82,7 +83,7 @@ def synthetic_traces(corpus: str, tenant: str, chunk_ids: list[str], count: int,
             "refusal_reason": f"{reason}: the docs don't mention Kubernetes." if refused else None,
             "missing_terms": ["Kubernetes"] if reason == "question_terms_not_in_docs" else [],
             "cited_ids": cited,
-            "cited_hashes": {cid: "0" * 16 if rng.random() < 0.01 else None for cid in cited},  # filled in below
+            "cited_hashes": {},  # filled in by fill()
             "latency_ms": {"retrieve": 80.0, "total": round(rng.lognormvariate(6.5, 0.6), 1)},
         }
         feedback = None
@@ -98,14 +99,20 @@ def fill(store, corpus: str, tenant: str, count: int, encoder) -> None:
     questions = [json.loads(line)["question"] for line in CASES.read_text().splitlines() if line.strip()]
     vectors = dict(zip(questions, (packed_vector(v) for v in encoder.encode(questions))))  # as retrieval would keep them
     traces, citations, feedback = [], [], []
-    for payload, base, verdict in synthetic_traces(corpus, tenant, ids, count):
-        # 1 % of citations point at a chunk that has changed since (another hash): the affected answers
-        payload["cited_hashes"] = {cid: (old or hashes[cid]) for cid, old in payload["cited_hashes"].items()}
+    # a docs change since: 2 % of the chunks read otherwise now (their citations kept an older hash),
+    # and 1 % of the answers cited a section that is gone
+    changed = set(random.Random(11).sample(ids, len(ids) // 50))
+    for n, (payload, base, verdict) in enumerate(synthetic_traces(corpus, tenant, ids, count)):
+        if payload["cited_ids"] and n % 100 == 0:
+            payload["cited_ids"][-1] = "removed-page#gone/1"
+        payload["cited_hashes"] = {cid: "0" * 16 if cid in changed else hashes.get(cid, "1" * 16) for cid in payload["cited_ids"]}
         columns = TraceColumns.of(payload)
         traces.append(
             (payload["trace_id"], corpus, payload["created_at"], json.dumps(payload), tenant, *columns.row(), vectors[base])
         )
-        citations += [(payload["trace_id"], corpus, cid, digest) for cid, digest in columns.citations]
+        citations += [
+            (payload["trace_id"], tenant, corpus, payload["created_at"], cid, digest) for cid, digest in columns.citations
+        ]
         if verdict:
             feedback.append((payload["trace_id"], *verdict))
     if isinstance(store, SQLiteStore):
@@ -113,7 +120,7 @@ def fill(store, corpus: str, tenant: str, count: int, encoder) -> None:
         db.execute("BEGIN")
         db.executemany("INSERT INTO traces (trace_id, corpus, created_at, payload, tenant, question, refused, reason,"
                        " latency_ms, question_vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", traces)
-        db.executemany("INSERT INTO trace_citations VALUES (?, ?, ?, ?)", citations)
+        db.executemany("INSERT INTO trace_citations VALUES (?, ?, ?, ?, ?, ?)", citations)
         db.executemany("INSERT INTO feedback (trace_id, verdict, comment, created_at) VALUES (?, ?, ?, ?)", feedback)
         db.execute("COMMIT")
         db.execute("ANALYZE")
@@ -136,12 +143,13 @@ def fill(store, corpus: str, tenant: str, count: int, encoder) -> None:
 def measure(store, corpus: str, tenant: str, rounds: int, encoder) -> dict:
     corpora = store.list_corpora(tenant)
     scope = InsightsRange(tenant, None, datetime.now(timezone.utc) - timedelta(days=31))
-    summary, gaps = [], []
+    summary, summary_cpu, gaps = [], [], []
     report = None
     for _ in range(rounds):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         report = Insights(store, corpora, encoder.encode, 500).report(scope, gaps=False)
         summary.append(time.perf_counter() - started)
+        summary_cpu.append(time.process_time() - cpu)
         insights = Insights(store, corpora, encoder.encode, 500)
         started = time.perf_counter()
         grouped = insights.gaps(scope.filter())
@@ -152,6 +160,9 @@ def measure(store, corpus: str, tenant: str, rounds: int, encoder) -> dict:
         "affected_answers": report["affected_answers"]["count"],
         "summary_s": [round(s, 3) for s in summary],
         "summary_median_s": round(statistics.median(summary), 3),
+        # this process's CPU time: SQLite runs in it, so on a loaded machine this is close to the
+        # quiet-machine wall time; PostgreSQL's work is in its server process and not counted here
+        "summary_cpu_median_s": round(statistics.median(summary_cpu), 3),
         "gaps_s": [round(s, 3) for s in gaps],
         "gaps_median_s": round(statistics.median(gaps), 3),
         "gap_groups": len(grouped["groups"]),
@@ -193,6 +204,7 @@ def main() -> None:
         fill(sqlite, args.corpus, tenant, args.traces, encoder)
         print(f"sqlite: wrote {args.traces} traces in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         results["sqlite"] = measure(sqlite, args.corpus, tenant, args.rounds, encoder)
+        results["sqlite"]["load_average"] = [round(x, 2) for x in os.getloadavg()]
         print(json.dumps({"sqlite": results["sqlite"]}), file=sys.stderr)
         if not args.no_postgres:
             from citedocs.index.postgres import PostgresStore
@@ -209,6 +221,7 @@ def main() -> None:
                 fill(postgres, args.corpus, tenant, args.traces, encoder)
                 print(f"postgres: copied the corpus and wrote the traces in {time.perf_counter() - started:.1f} s", file=sys.stderr)
                 results["postgres"] = measure(postgres, args.corpus, tenant, args.rounds, encoder)
+                results["postgres"]["load_average"] = [round(x, 2) for x in os.getloadavg()]
                 postgres.close()
             finally:
                 if data is not None:
@@ -217,7 +230,7 @@ def main() -> None:
         sqlite.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    results["machine"] = {"cpus": os.cpu_count(), "load_average": [round(x, 2) for x in os.getloadavg()]}
+    results["machine"] = {"cpus": os.cpu_count(), "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}
     print(json.dumps(results, indent=2))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")

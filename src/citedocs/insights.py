@@ -103,17 +103,19 @@ class Insights:
         self.encode = encode
         self.gap_limit = gap_limit
         self._titles: dict[tuple[str, str], dict] = {}
+        self._chunk_hashes: dict[str, dict[str, str]] = {}
 
     def report(self, scope: InsightsRange, gaps: bool = True) -> dict:
         where = scope.filter()
         counts = self.store.insights_rows("counts", where)
+        citations = self.store.insights_rows("citations", where)
         in_scope = [scope.corpus] if scope.corpus else sorted(self.corpora)
         report = {
             "range": scope.describe(),
             **self._counts(counts, self.store.insights_rows("latencies", where)),
             "feedback": self._feedback(self.store.insights_rows("feedback", where)),
-            "pages": self._pages(self.store.insights_rows("citations", where), [c for c in in_scope if c in self.corpora]),
-            "affected_answers": self._affected(self.store.insights_rows("changed", where)),
+            "pages": self._pages(citations, [c for c in in_scope if c in self.corpora]),
+            "affected_answers": self._affected(citations, where),
             "removed_corpora": sorted({corpus for _, corpus, *_ in counts} - self.corpora.keys()),
         }
         if not counts:
@@ -154,15 +156,21 @@ class Insights:
             },
         }
 
-    @staticmethod
-    def _feedback(feedback: list[tuple]) -> dict:
+    def _feedback(self, feedback: list[tuple]) -> dict:
         verdicts = Counter(f[1] for f in feedback)
         comments = [
-            {"trace_id": trace_id, "verdict": verdict, "comment": comment, "created_at": at, "question": question}
-            for trace_id, verdict, comment, at, question in reversed(feedback)
+            {"trace_id": trace_id, "verdict": verdict, "comment": comment, "created_at": at}
+            for trace_id, verdict, comment, at in reversed(feedback)
             if (comment or "").strip()
         ]
+        self._with_questions(comments[:LISTED])
         return {"up": verdicts["up"], "down": verdicts["down"], "comments": comments[:LISTED], "comment_count": len(comments)}
+
+    def _with_questions(self, items: list[dict]) -> None:
+        """Add each listed item's question (from its trace)."""
+        payloads = self.store.trace_payloads(list({i["trace_id"] for i in items}))
+        for item in items:
+            item["question"] = payloads.get(item["trace_id"], {}).get("question", "")
 
     # pages -------------------------------------------------------------------------------------
     def _describe(self, corpus: str, page: str, chunk_id: str) -> dict:
@@ -179,7 +187,7 @@ class Insights:
     def _pages(self, citations: list[tuple], corpora: list[str]) -> dict:
         cited: Counter = Counter()
         example: dict[tuple[str, str], str] = {}
-        for corpus, chunk_id, n in citations:
+        for corpus, chunk_id, _, n in citations:
             key = (corpus, _page(chunk_id))
             cited[key] += n
             example.setdefault(key, chunk_id)
@@ -187,7 +195,7 @@ class Insights:
         never: list[tuple[str, str, str]] = []
         for corpus in corpora:
             first: dict[str, str] = {}
-            for chunk_id in sorted(self.store.chunk_hashes(corpus)):
+            for chunk_id in sorted(self._hashes(corpus)):
                 first.setdefault(_page(chunk_id), chunk_id)
             never += [(corpus, page, cid) for page, cid in first.items() if (corpus, page) not in cited]
         return {
@@ -197,17 +205,34 @@ class Insights:
         }
 
     # answers a docs change affected --------------------------------------------------------------
-    @staticmethod
-    def _affected(changed: list[tuple]) -> dict:
-        """From the citations whose chunk is gone or reads otherwise now (an older trace without the
-        hash can only show a chunk that is gone), newest answers first."""
+    def _hashes(self, corpus: str) -> dict[str, str]:
+        if corpus not in self._chunk_hashes:
+            self._chunk_hashes[corpus] = self.store.chunk_hashes(corpus)
+        return self._chunk_hashes[corpus]
+
+    def _affected(self, citations: list[tuple], where: TraceFilter) -> dict:
+        """The answers whose cited chunks are gone or read otherwise now (exact: each citation kept its
+        chunk's hash; an older trace without hashes can only show a chunk that is gone), newest first.
+        Only corpora the caller still has: a removed corpus is named as such, not as every answer it gave."""
+        changed: dict[tuple[str, str], str] = {}  # (corpus, chunk id) -> "removed" | "changed"
+        stale: set[tuple[str, str, str | None]] = set()
+        for corpus, chunk_id, cited_hash, _ in citations:
+            if corpus not in self.corpora:
+                continue
+            current = self._hashes(corpus).get(chunk_id)
+            if current is None or (cited_hash is not None and current != cited_hash):
+                changed[(corpus, chunk_id)] = "removed" if current is None else "changed"
+                stale.add((corpus, chunk_id, cited_hash))
         answers: dict[str, dict] = {}
-        for trace_id, corpus, created_at, question, chunk_id, _, current in changed:
-            answer = answers.setdefault(
-                trace_id, {"trace_id": trace_id, "corpus": corpus, "created_at": created_at, "question": question, "chunks": []}
-            )
-            answer["chunks"].append({"id": chunk_id, "change": "removed" if current is None else "changed"})
-        return {"count": len(answers), "answers": list(answers.values())[:LISTED]}
+        for corpus in sorted({c for c, _ in changed}):
+            ids = sorted(cid for c, cid in changed if c == corpus)
+            for trace_id, created_at, chunk_id, cited_hash in self.store.citing_traces(where, corpus, ids):
+                if (corpus, chunk_id, cited_hash) in stale:
+                    answer = answers.setdefault(trace_id, {"trace_id": trace_id, "corpus": corpus, "created_at": created_at, "chunks": []})
+                    answer["chunks"].append({"id": chunk_id, "change": changed[(corpus, chunk_id)]})
+        listed = sorted(answers.values(), key=lambda a: (a["created_at"], a["trace_id"]), reverse=True)[:LISTED]
+        self._with_questions(listed)
+        return {"count": len(answers), "answers": listed}
 
     # docs gaps ---------------------------------------------------------------------------------
     def gaps(self, where: TraceFilter) -> dict:

@@ -378,7 +378,7 @@ class Services:
         if not rows:
             return []
         feedback: dict[str, list[dict]] = {r.trace_id: [] for r in rows}
-        for trace_id, verdict, comment, created_at, _ in self.store.insights_rows(
+        for trace_id, verdict, comment, created_at in self.store.insights_rows(
             "feedback", TraceFilter(tenant, corpus, since=rows[-1].created_at)
         ):
             if trace_id in feedback:

@@ -46,6 +46,7 @@ from .store import (
     CorpusOwnedByOtherTenant,
     DocumentRecord,
     INSIGHTS_SQL,
+    TRACE_COLUMNS_INDEX,
     IngestChanges,
     StoreUnavailable,
     TRACE_FILTER_SQL,
@@ -116,11 +117,14 @@ CREATE TABLE IF NOT EXISTS traces (
 CREATE INDEX IF NOT EXISTS traces_created_at ON traces (created_at);
 CREATE TABLE IF NOT EXISTS trace_citations (
     trace_id TEXT NOT NULL,
+    tenant TEXT NOT NULL,
     corpus TEXT NOT NULL,
+    created_at TEXT NOT NULL,
     chunk_id TEXT NOT NULL,
     content_hash TEXT
 );
 CREATE INDEX IF NOT EXISTS trace_citations_trace ON trace_citations (trace_id);
+CREATE INDEX IF NOT EXISTS trace_citations_insights ON trace_citations (tenant, corpus, chunk_id, content_hash, created_at);
 CREATE TABLE IF NOT EXISTS feedback (
     id BIGSERIAL PRIMARY KEY,
     trace_id TEXT NOT NULL REFERENCES traces(trace_id),
@@ -160,6 +164,7 @@ ALTER TABLE traces ADD COLUMN IF NOT EXISTS question_vector BYTEA;
 CREATE INDEX IF NOT EXISTS traces_unsummarised ON traces (trace_id) WHERE refused IS NULL;
 CREATE INDEX IF NOT EXISTS feedback_trace ON feedback (trace_id);
 """
+SCHEMA += "".join(index + ";\n" for index in TRACE_COLUMNS_INDEX)
 
 # Session-level advisory lock key under which processes starting at once create the schema.
 _SCHEMA_LOCK = 0x636974_65646F63  # "citedoc"
@@ -504,7 +509,7 @@ class PostgresStore:
                     packed_vector(question_vector),
                 ),
             )
-            self._write_citations(conn, trace_id, corpus.name, columns)
+            self._write_citations(conn, trace_id, corpus.name, corpus.tenant, created_at, columns)
 
     @staticmethod
     def _typed(columns: TraceColumns) -> tuple:
@@ -512,12 +517,15 @@ class PostgresStore:
         return question, bool(refused), reason, latency
 
     @staticmethod
-    def _write_citations(conn: psycopg.Connection, trace_id: str, corpus: str, columns: TraceColumns) -> None:
+    def _write_citations(
+        conn: psycopg.Connection, trace_id: str, corpus: str, tenant: str, created_at: str, columns: TraceColumns
+    ) -> None:
         conn.execute("DELETE FROM trace_citations WHERE trace_id = %s", (trace_id,))
         with conn.cursor() as cursor:
             cursor.executemany(
-                "INSERT INTO trace_citations (trace_id, corpus, chunk_id, content_hash) VALUES (%s, %s, %s, %s)",
-                [(trace_id, corpus, cid, digest) for cid, digest in columns.citations],
+                "INSERT INTO trace_citations (trace_id, tenant, corpus, created_at, chunk_id, content_hash)"
+                " VALUES (%s, %s, %s, %s, %s, %s)",
+                [(trace_id, tenant, corpus, created_at, cid, digest) for cid, digest in columns.citations],
             )
 
     @classmethod
@@ -526,15 +534,16 @@ class PostgresStore:
         while True:
             with conn.transaction(), conn.cursor(row_factory=tuple_row) as cursor:
                 rows = cursor.execute(
-                    "SELECT trace_id, corpus, payload FROM traces WHERE refused IS NULL LIMIT 1000 FOR UPDATE SKIP LOCKED"
+                    "SELECT trace_id, corpus, tenant, created_at, payload FROM traces WHERE refused IS NULL"
+                    " LIMIT 1000 FOR UPDATE SKIP LOCKED"
                 ).fetchall()
-                for trace_id, corpus, payload in rows:
+                for trace_id, corpus, tenant, created_at, payload in rows:
                     columns = TraceColumns.of(json.loads(payload))
                     conn.execute(
                         "UPDATE traces SET question = %s, refused = %s, reason = %s, latency_ms = %s WHERE trace_id = %s",
                         (*cls._typed(columns), trace_id),
                     )
-                    cls._write_citations(conn, trace_id, corpus, columns)
+                    cls._write_citations(conn, trace_id, corpus, tenant, created_at, columns)
             if not rows:
                 return
 
@@ -551,6 +560,11 @@ class PostgresStore:
             self._summarise_older_traces(conn)  # traces an older process wrote since this store opened
             with conn.cursor(row_factory=tuple_row) as cursor:
                 return cursor.execute(_postgres(INSIGHTS_SQL[query]) + " LIMIT %s", (*where.params(), limit)).fetchall()
+
+    def citing_traces(self, where: TraceFilter, corpus: str, chunk_ids: list[str]) -> list[tuple]:
+        sql = _postgres(INSIGHTS_SQL["citing"].format(chunk_ids="SELECT unnest(?::text[])"))
+        with self._pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
+            return cursor.execute(sql, (*where.params(), corpus, chunk_ids)).fetchall()
 
     def trace_payloads(self, trace_ids: list[str]) -> dict[str, dict]:
         rows = self._read("SELECT trace_id, payload FROM traces WHERE trace_id = ANY(%s)", (trace_ids,))

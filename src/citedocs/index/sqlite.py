@@ -42,6 +42,7 @@ from .store import (
     CorpusOwnedByOtherTenant,
     DocumentRecord,
     INSIGHTS_SQL,
+    TRACE_COLUMNS_INDEX,
     IngestChanges,
     TRACE_FILTER_SQL,
     TRACE_ROW_COLUMNS,
@@ -107,11 +108,14 @@ CREATE TABLE IF NOT EXISTS traces (
 );
 CREATE TABLE IF NOT EXISTS trace_citations (
     trace_id TEXT NOT NULL,
+    tenant TEXT NOT NULL,
     corpus TEXT NOT NULL,
+    created_at TEXT NOT NULL,
     chunk_id TEXT NOT NULL,
     content_hash TEXT
 );
 CREATE INDEX IF NOT EXISTS trace_citations_trace ON trace_citations (trace_id);
+CREATE INDEX IF NOT EXISTS trace_citations_insights ON trace_citations (tenant, corpus, chunk_id, content_hash, created_at);
 CREATE TABLE IF NOT EXISTS feedback (
     id INTEGER PRIMARY KEY,
     trace_id TEXT NOT NULL REFERENCES traces(trace_id),
@@ -196,6 +200,8 @@ class SQLiteStore:
             if column not in existing:
                 self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
         self._db.execute("CREATE INDEX IF NOT EXISTS traces_created_at ON traces (created_at)")
+        for index in TRACE_COLUMNS_INDEX:
+            self._db.execute(index)
         self._db.execute("CREATE INDEX IF NOT EXISTS traces_unsummarised ON traces (trace_id) WHERE refused IS NULL")
         self._db.execute("CREATE INDEX IF NOT EXISTS feedback_trace ON feedback (trace_id)")
         self._summarise_older_traces()
@@ -486,17 +492,17 @@ class SQLiteStore:
                         packed_vector(question_vector),
                     ),
                 )
-                self._write_citations(trace_id, corpus.name, columns)
+                self._write_citations(trace_id, corpus.name, corpus.tenant, created_at, columns)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
 
-    def _write_citations(self, trace_id: str, corpus: str, columns: TraceColumns) -> None:
+    def _write_citations(self, trace_id: str, corpus: str, tenant: str, created_at: str, columns: TraceColumns) -> None:
         self._db.execute("DELETE FROM trace_citations WHERE trace_id = ?", (trace_id,))
         self._db.executemany(
-            "INSERT INTO trace_citations (trace_id, corpus, chunk_id, content_hash) VALUES (?, ?, ?, ?)",
-            [(trace_id, corpus, cid, digest) for cid, digest in columns.citations],
+            "INSERT INTO trace_citations (trace_id, tenant, corpus, created_at, chunk_id, content_hash) VALUES (?, ?, ?, ?, ?, ?)",
+            [(trace_id, tenant, corpus, created_at, cid, digest) for cid, digest in columns.citations],
         )
 
     def _summarise_older_traces(self) -> None:
@@ -504,7 +510,7 @@ class SQLiteStore:
         while True:
             with self._lock:
                 rows = self._db.execute(
-                    "SELECT trace_id, corpus, payload FROM traces WHERE refused IS NULL LIMIT 1000"
+                    "SELECT trace_id, corpus, tenant, created_at, payload FROM traces WHERE refused IS NULL LIMIT 1000"
                 ).fetchall()
                 if not rows:
                     return
@@ -516,7 +522,7 @@ class SQLiteStore:
                             "UPDATE traces SET question = ?, refused = ?, reason = ?, latency_ms = ? WHERE trace_id = ?",
                             (*columns.row(), row["trace_id"]),
                         )
-                        self._write_citations(row["trace_id"], row["corpus"], columns)
+                        self._write_citations(row["trace_id"], row["corpus"], row["tenant"], row["created_at"], columns)
                     self._db.execute("COMMIT")
                 except BaseException:
                     self._db.execute("ROLLBACK")
@@ -534,13 +540,23 @@ class SQLiteStore:
     def insights_rows(self, query: str, where: TraceFilter, limit: int | None = None) -> list[tuple]:
         self._summarise_older_traces()  # traces an older process wrote since this store opened
         with self._lock:
-            return [
-                tuple(r)
-                for r in self._db.execute(
-                    INSIGHTS_SQL[query] + (" LIMIT ?" if limit is not None else ""),
-                    (*where.params(), *(() if limit is None else (limit,))),
-                )
-            ]
+            cursor = self._db.cursor()
+            cursor.row_factory = None  # plain tuples: 100k rows build no Row objects
+            return cursor.execute(
+                INSIGHTS_SQL[query] + (" LIMIT ?" if limit is not None else ""),
+                (*where.params(), *(() if limit is None else (limit,))),
+            ).fetchall()
+
+    def citing_traces(self, where: TraceFilter, corpus: str, chunk_ids: list[str]) -> list[tuple]:
+        rows: list[tuple] = []
+        with self._lock:
+            cursor = self._db.cursor()
+            cursor.row_factory = None
+            for start in range(0, len(chunk_ids), 500):
+                batch = chunk_ids[start : start + 500]
+                sql = INSIGHTS_SQL["citing"].format(chunk_ids=",".join("?" * len(batch)))
+                rows += cursor.execute(sql, (*where.params(), corpus, *batch)).fetchall()
+        return sorted(rows, key=lambda r: (r[1], r[0]), reverse=True) if len(chunk_ids) > 500 else rows
 
     def _by_trace_id(self, column: str, trace_ids: list[str]) -> list[sqlite3.Row]:
         rows = []

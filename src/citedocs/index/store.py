@@ -159,23 +159,25 @@ TRACE_FILTER_SQL = (
     "(? IS NULL OR t.tenant = ?) AND (? IS NULL OR t.corpus = ?) AND t.created_at >= ? AND t.created_at < ?"
 )
 _VOTED_DOWN = "SELECT trace_id FROM feedback WHERE verdict = 'down'"
+# index-only reads of the traces' insight columns, and of a trace's range columns by its id (feedback
+# joins): no insights scan touches the (large) payloads
+TRACE_COLUMNS_INDEX = (
+    "CREATE INDEX IF NOT EXISTS traces_insights ON traces (created_at, tenant, corpus, refused, reason, latency_ms)",
+    "CREATE INDEX IF NOT EXISTS traces_range ON traces (trace_id, created_at, tenant, corpus)",
+)
 INSIGHTS_SQL = {
     # (day, corpus, refused, reason, count)
     "counts": "SELECT substr(t.created_at, 1, 10), t.corpus, t.refused, t.reason, count(*) FROM traces t"
     f" WHERE {TRACE_FILTER_SQL} GROUP BY 1, 2, 3, 4 ORDER BY 1",
     "latencies": f"SELECT t.latency_ms FROM traces t WHERE {TRACE_FILTER_SQL} AND t.latency_ms IS NOT NULL",
-    # (corpus, chunk id, times cited)
-    "citations": "SELECT c.corpus, c.chunk_id, count(*) FROM trace_citations c JOIN traces t ON t.trace_id = c.trace_id"
-    f" WHERE {TRACE_FILTER_SQL} GROUP BY 1, 2",
-    # (trace id, corpus, created_at, question, chunk id, hash when cited, hash now or NULL) of the citations
-    # whose chunk is gone or reads otherwise now, in corpora the trace's tenant still has
-    "changed": "SELECT c.trace_id, c.corpus, t.created_at, t.question, c.chunk_id, c.content_hash, k.content_hash"
-    " FROM trace_citations c JOIN traces t ON t.trace_id = c.trace_id"
-    " JOIN corpora o ON o.name = c.corpus AND o.tenant = t.tenant"
-    " LEFT JOIN chunks k ON k.corpus = c.corpus AND k.id = c.chunk_id"
-    f" WHERE {TRACE_FILTER_SQL} AND (k.id IS NULL OR k.content_hash <> c.content_hash)"
-    " ORDER BY t.created_at DESC, c.trace_id",
-    "feedback": "SELECT f.trace_id, f.verdict, f.comment, f.created_at, t.question FROM feedback f"
+    # (corpus, chunk id, content hash when cited, times cited): trace_citations keeps tenant and time too
+    "citations": "SELECT t.corpus, t.chunk_id, t.content_hash, count(*) FROM trace_citations t"
+    f" WHERE {TRACE_FILTER_SQL} GROUP BY 1, 2, 3",
+    # (trace id, created_at, chunk id, content hash when cited) of the citations of some of one corpus's
+    # chunks: TraceFilter.params(), then the corpus, then the chunk ids ({chunk_ids}: each store's list)
+    "citing": "SELECT t.trace_id, t.created_at, t.chunk_id, t.content_hash FROM trace_citations t"
+    f" WHERE {TRACE_FILTER_SQL} AND t.corpus = ? AND t.chunk_id IN ({{chunk_ids}}) ORDER BY t.created_at DESC, t.trace_id",
+    "feedback": "SELECT f.trace_id, f.verdict, f.comment, f.created_at FROM feedback f"
     f" JOIN traces t ON t.trace_id = f.trace_id WHERE {TRACE_FILTER_SQL} ORDER BY f.id",
     # refused (not for a backend failure) or voted down: the docs gaps' questions, newest first
     # (TRACE_ROW_COLUMNS, then whether it was voted down)
@@ -284,6 +286,10 @@ class Store(Protocol):
 
     def insights_rows(self, query: str, where: TraceFilter, limit: int | None = None) -> list[tuple]:
         """The rows of one of INSIGHTS_SQL's queries over the traces in range (``limit``: at most that many)."""
+        ...
+
+    def citing_traces(self, where: TraceFilter, corpus: str, chunk_ids: list[str]) -> list[tuple]:
+        """INSIGHTS_SQL["citing"]: the citations in range of these chunks of ``corpus``."""
         ...
 
     def trace_payloads(self, trace_ids: list[str]) -> dict[str, dict]:
