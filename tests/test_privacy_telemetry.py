@@ -3,6 +3,14 @@ OpenTelemetry spans (the SDK's in-memory exporter) for each answer stage and ing
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
@@ -13,7 +21,7 @@ from citedocs.contract import AskRequest
 from citedocs.privacy import redact
 from citedocs.service import Services
 
-from conftest import ASTRO_BASE_URL, copy_astro_pages, stored_rows
+from conftest import ASTRO_BASE_URL, SMALL_CORPUS, copy_astro_pages, stored_rows
 
 SECRETS_QUESTION = (
     "I am jane.doe+docs@example.co.uk, my key sk-proj-AbC123xyz456DEF789ghi and card 4111 1111 1111 1111: "
@@ -116,3 +124,48 @@ def test_each_ingest_step_is_a_span_of_its_job(spans, tmp_path):
     assert job.attributes["citedocs.job_kind"] == "ingest" and job.attributes["citedocs.corpus"] == "job-docs"
     steps = [s.name for s in finished if s.parent and s.parent.span_id == job.context.span_id]
     assert steps == ["citedocs.job.parse", "citedocs.job.embed"]
+
+
+class _Collector(BaseHTTPRequestHandler):
+    """A stand-in OTLP/HTTP receiver (a real HTTP server): keeps each request's path and body."""
+
+    received: list[tuple[str, bytes]] = []
+
+    def do_POST(self):  # noqa: N802 (http.server's naming)
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.received.append((self.path, body))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_with_an_otlp_endpoint_the_cli_exports_its_spans(small_home, tmp_path):
+    from fake_llm import free_port
+
+    port = free_port()
+    receiver = ThreadingHTTPServer(("127.0.0.1", port), _Collector)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy(small_home / "citedocs.sqlite3", home / "citedocs.sqlite3")
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "citedocs.cli", "ask", "How do I deploy my Astro site to Heroku?", "--corpus", SMALL_CORPUS,
+             "--backend", "extractive", "--json"],
+            env={**os.environ, "CITEDOCS_HOME": str(home), "CITEDOCS_DATABASE_URL": "",
+                 "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}", "OTEL_SERVICE_NAME": "docs-assistant"},
+            capture_output=True, text=True, timeout=300,
+        )
+    finally:
+        receiver.shutdown()
+    assert done.returncode == 0, done.stderr
+    trace_id = json.loads(done.stdout)["trace_id"]
+    bodies = [body for path, body in _Collector.received if path == "/v1/traces"]
+    assert bodies, _Collector.received
+    exported = b"".join(bodies)  # OTLP protobuf: attribute strings travel as UTF-8
+    for expected in (trace_id, "citedocs.ask.retrieve", "citedocs.ask.question_gate", "docs-assistant"):
+        assert expected.encode() in exported
