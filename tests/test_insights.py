@@ -243,3 +243,33 @@ def test_a_trace_an_older_process_writes_after_the_upgrade_is_read_too(history, 
     report = services.insights("acme", gaps=False)
     assert report["questions"] == before + 1
     assert stored_rows(services, "SELECT reason FROM traces WHERE trace_id = ?", ("rolling",)) == [("question_terms_not_in_docs",)]
+
+
+def test_the_insights_cli_prints_json_csv_and_a_readable_report(tmp_path, monkeypatch):
+    import csv
+    import io
+
+    from typer.testing import CliRunner
+
+    from citedocs.cli import app as cli
+
+    monkeypatch.setenv("CITEDOCS_HOME", str(tmp_path))
+    monkeypatch.delenv("CITEDOCS_DATABASE_URL", raising=False)
+    services = Services.open(tmp_path / "citedocs.sqlite3", backend="extractive")
+    services.ingest(copy_astro_pages(tmp_path / "docs", ACME_PAGES), ACME, ASTRO_BASE_URL)
+    ask(services, ANSWERED[0], ACME)
+    ask(services, KUBERNETES[0], ACME)
+    services.store.close()
+    runner = CliRunner()
+    as_json = runner.invoke(cli, ["insights", "--json", "--corpus", ACME])
+    assert as_json.exit_code == 0, as_json.output
+    assert json.loads(as_json.stdout)["questions"] == 2
+    as_csv = runner.invoke(cli, ["insights", "--csv", "--no-gaps"])
+    rows = list(csv.reader(io.StringIO(as_csv.stdout)))
+    assert rows[0] == ["section", "item", "value", "detail"] and ["totals", "questions", "2", ""] in rows
+    text = runner.invoke(cli, ["insights"], env={"COLUMNS": "200"})
+    assert text.exit_code == 0 and "refused by reason" in text.output and KUBERNETES[0] in text.output
+    bad = runner.invoke(cli, ["insights", "--since", "last week"])
+    assert bad.exit_code == 2 and "7d, 24h, 2w" in bad.output
+    both = runner.invoke(cli, ["insights", "--json", "--csv"])
+    assert both.exit_code == 2 and "pick one" in both.output
