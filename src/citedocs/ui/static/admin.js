@@ -173,36 +173,76 @@ async function showTrace(traceId) {
 // ------------------------------------------------------------------ corpora and jobs (sync routes)
 const SYNC_MISSING = "Sync is not available on this server: it has no /admin/corpora route, so corpora are listed read-only "
   + "(re-ingest with `citedocs ingest`).";
+const FINISHED = new Set(["succeeded", "failed", "held"]);
+
+const when = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) : "–");
 
 async function loadCorpora() {
   status("corpora", "Loading corpora…");
+  let body;
   try {
-    const body = await api.getJSON("/admin/corpora");
-    renderCorpora(body.corpora, true);
-    status("corpora", `${body.corpora.length} corpus/corpora.`);
+    body = await api.getJSON("/admin/corpora");
   } catch (err) {
-    if (err.status !== 404 || err.code === "unknown_corpus") throw err;
-    const body = await api.getJSON("/corpora");
-    renderCorpora(body.corpora.map((c) => ({ name: c.name, version: c.version, chunks: c.chunks, updated_at: c.updated_at })), false);
+    if (err.status !== 404) throw err;
+    const plain = await api.getJSON("/corpora");
+    $("upload-form").hidden = true;
+    $("corpora").replaceChildren(table(["Corpus", "Version", "Chunks", "Updated"],
+      plain.corpora.map((c) => [c.name, c.version, String(c.chunks), when(c.updated_at)]), "Corpora"));
     status("corpora", SYNC_MISSING, "notice");
+    return;
   }
+  $("upload-form").hidden = false;
+  $("corpora").replaceChildren(table(["Corpus", "Source", "Version", "Chunks", "Last sync", "Next sync", ""],
+    body.corpora.map((c) => [
+      c.name,
+      typeof c.source === "string" ? c.source : JSON.stringify(c.source),
+      c.version || "–",
+      String(c.chunks),
+      c.last_sync ? `${c.last_sync.status} ${when(c.last_sync.finished_at || c.last_sync.created_at)}` : "never",
+      when(c.next_sync_at),
+      el("button", { type: "button", class: "small", onclick: () => syncNow(c.name) }, `Sync ${c.name} now`),
+    ]), "Corpora"));
+  status("corpora", `${body.corpora.length} corpus/corpora.`);
 }
 
-function renderCorpora(corpora, syncable) {
-  const columns = [...new Set(corpora.flatMap((c) => Object.keys(c)))].filter((k) => typeof corpora[0][k] !== "object");
-  const rows = corpora.map((c) => [
-    ...columns.map((k) => (c[k] === null || c[k] === undefined ? "–" : String(c[k]))),
-    syncable ? el("button", { type: "button", class: "small", onclick: () => syncNow(c.name) }, `Sync ${c.name} now`) : "",
-  ]);
-  $("corpora").replaceChildren(table([...columns.map((k) => k.replace(/_/g, " ")), ""], rows, "Corpora"));
+function jobStarted(body, what) {
+  const job = body.job;
+  status("corpora", `${what}: job ${job.id} ${job.status}. Follow it in the Jobs tab.`);
+  loaded.delete("jobs");
 }
 
 async function syncNow(name) {
+  await guarded("corpora", async () => jobStarted(await api.postJSON(`/admin/corpora/${encodeURIComponent(name)}/sync`, {}), `Sync of ${name}`));
+}
+
+async function upload(event) {
+  event.preventDefault();
+  const name = $("upload-corpus").value.trim();
+  const file = $("upload-file").files[0];
+  if (!name || !file) {
+    status("corpora", "Name the corpus and choose a .zip or .tar.gz of its docs.", "error");
+    return;
+  }
+  const baseUrl = $("upload-base-url").value.trim();
+  const query = baseUrl ? `?base_url=${encodeURIComponent(baseUrl)}` : "";
+  status("corpora", `Uploading ${file.name}…`);
   await guarded("corpora", async () => {
-    const body = await api.postJSON(`/admin/corpora/${encodeURIComponent(name)}/sync`, {});
-    status("corpora", `Sync of ${name} started: job ${body.job_id || body.id || JSON.stringify(body)}.`);
-    loaded.delete("jobs");
+    const body = await api.getJSON(`/admin/corpora/${encodeURIComponent(name)}/archive${query}`, {
+      method: "POST",
+      headers: { "Content-Type": "application/octet-stream", Accept: "application/json" },
+      body: file,
+    });
+    jobStarted(body, `Upload of ${file.name} to ${name}`);
   });
+}
+
+function progressOf(job) {
+  const p = job.progress || {};
+  const done = FINISHED.has(job.status);
+  const value = done ? 1 : p.total ? p.done / p.total : 0;
+  const label = done ? job.status : p.phase ? `${p.phase} ${p.done}/${p.total}` : job.status;
+  return el("span", { class: "job-progress" },
+    el("progress", { max: "1", value: String(value), "aria-label": `job ${job.id}: ${label}` }), ` ${label}`);
 }
 
 async function loadJobs() {
@@ -216,18 +256,19 @@ async function loadJobs() {
     status("jobs", "Jobs are not available on this server: it has no /admin/jobs route (sync is not installed).", "notice");
     return;
   }
-  const jobs = body.jobs || [];
+  const jobs = body.jobs;
   $("jobs").replaceChildren(
-    jobs.length ? table(["Job", "Corpus", "State", "Progress", "Report"], jobs.map((j) => [
-      String(j.id || j.job_id), String(j.corpus || ""), String(j.state || j.status || ""),
-      el("progress", { max: "1", value: String(j.progress ?? (j.state === "done" ? 1 : 0)), "aria-label": `progress of job ${j.id || j.job_id}` }),
-      j.report ? el("pre", { class: "detail" }, JSON.stringify(j.report, null, 2)) : "–",
-    ]), "Jobs") : el("p", { class: "muted" }, "No jobs yet."),
+    jobs.length ? table(["Job", "Corpus", "Trigger", "Status", "Progress", "Started", "Finished", "Report"], jobs.map((j) => [
+      j.id, j.corpus, j.trigger, j.status, progressOf(j), when(j.started_at || j.created_at), when(j.finished_at),
+      j.report || j.error
+        ? el("details", {}, el("summary", {}, j.status === "held" ? "held by the release gate: figures" : "report"),
+          el("pre", { class: "detail" }, j.error ? j.error : JSON.stringify(j.report, null, 2)))
+        : "–",
+    ]), "Sync jobs") : el("p", { class: "muted" }, "No jobs yet: Sync now, an upload, a webhook or a schedule starts one."),
   );
-  status("jobs", `${jobs.length} job(s).`);
-  const running = jobs.some((j) => !["done", "failed", "held", "succeeded", "error"].includes(j.state || j.status));
+  status("jobs", `${jobs.length} job(s)${jobs.some((j) => !FINISHED.has(j.status)) ? ", some still running: this list refreshes itself" : ""}.`);
   clearTimeout(jobTimer);
-  if (running && !$("panel-jobs").hidden) jobTimer = setTimeout(() => guarded("jobs", loadJobs), 1000);
+  if (jobs.some((j) => !FINISHED.has(j.status)) && !$("panel-jobs").hidden) jobTimer = setTimeout(() => guarded("jobs", loadJobs), 1000);
 }
 
 // ------------------------------------------------------------------ keys and audit
@@ -342,6 +383,7 @@ function start() {
     guarded("insights", loadInsights);
   });
   $("key-form").addEventListener("submit", createKey);
+  $("upload-form").addEventListener("submit", upload);
   for (const tab of tabs()) {
     tab.addEventListener("click", () => select(tab));
     tab.addEventListener("keydown", onTabKey);
