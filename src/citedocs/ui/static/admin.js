@@ -195,7 +195,7 @@ async function loadCorpora() {
   $("corpora").replaceChildren(table(["Corpus", "Source", "Version", "Chunks", "Last sync", "Next sync", ""],
     body.corpora.map((c) => [
       c.name,
-      typeof c.source === "string" ? c.source : JSON.stringify(c.source),
+      describeSource(c.source),
       c.version || "–",
       String(c.chunks),
       c.last_sync ? `${c.last_sync.status} ${when(c.last_sync.finished_at || c.last_sync.created_at)}` : "never",
@@ -203,6 +203,12 @@ async function loadCorpora() {
       el("button", { type: "button", class: "small", onclick: () => syncNow(c.name) }, `Sync ${c.name} now`),
     ]), "Corpora"));
   status("corpora", `${body.corpora.length} corpus/corpora.`);
+}
+
+function describeSource(source) {
+  if (!source || typeof source !== "object") return source ? String(source) : "–";
+  const extra = ["branch", "every"].filter((k) => source[k]).map((k) => `${k} ${source[k]}`);
+  return [source.kind, source.location, ...extra, source.webhook ? "webhook" : ""].filter(Boolean).join(" · ");
 }
 
 function jobStarted(body, what) {
