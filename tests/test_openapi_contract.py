@@ -93,18 +93,22 @@ def test_bearer_scheme_is_declared_when_keys_are_required(tenant_services, monke
 def test_schemathesis_finds_nothing_against_a_real_server(tenant_services, tmp_path, auth):
     """Property-based requests (bounded: a few hundred per run) against `citedocs serve`."""
     home = tenant_services.store.path.parent
-    headers = []
-    if auth == "required":
-        headers = ["-H", f"Authorization: Bearer {tenant_services.create_key('acme', 'schemathesis')[1]}"]
+    # an admin key, in both modes: it opens every route (the /admin ones take nothing else, whatever the auth setting)
+    headers = ["-H", f"Authorization: Bearer {tenant_services.create_key('acme', 'schemathesis', admin=True)[1]}"]
     env = {"CITEDOCS_BACKEND": "extractive", "CITEDOCS_AUTH": auth, "CITEDOCS_CORPUS": "acme-docs"}
     # No rate limit: the run must reach the routes, not only the (declared) 429.
     with running_server(home, **env, CITEDOCS_RATE_LIMIT_PER_MINUTE="0") as (base, _):
         run = subprocess.run(
+            # one worker: with two threads, hypothesis's lambda descriptions hit CPython 3.11's ast.parse
+            # thread-safety bug ("SystemError: AST constructor recursion depth mismatch"), a runtime error
             [str(SCHEMATHESIS), "run", f"{base}/openapi.json", "--checks", CHECKS, "--max-examples", "8",
-             "--seed", "1", "--workers", "2", "--request-timeout", "60", *headers,
+             "--seed", "1", "--workers", "1", "--request-timeout", "60", *headers,
              # every warning but validation_mismatch: /v1/chat/completions takes a corpus name as its
              # `model`, which no schema can enumerate, so random names are rightly answered 404
-             "--warnings", "missing_auth,missing_test_data,base_url_mismatch,dictionary_mismatch"],
+             "--warnings", "missing_auth,missing_test_data,base_url_mismatch,dictionary_mismatch",
+             # the sync routes act on real corpus names, job ids and signed bodies, which random values
+             # only reach as 404/401; tests/test_sync_http.py drives them against a real server
+             "--exclude-path-regex", "^/(admin/(corpora|jobs)|hooks)/"],
             cwd=tmp_path, capture_output=True, text=True, timeout=600,
         )  # fmt: skip
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]

@@ -53,7 +53,7 @@ def _services():
     return Services.open()
 
 
-PHASE_LABELS = {"parse": "parsing files", "embed": "embedding chunks"}
+PHASE_LABELS = {"parse": "parsing files", "embed": "embedding chunks", "eval": "release gate eval"}
 
 
 class PlainProgress:
@@ -136,6 +136,7 @@ def _run_ingest(
             fail(str(exc))
     if crawl_settings is not None:
         _print_crawl(crawled)
+    _remember_source(services, source, corpus, tenant, base_url, docs_format, crawl_settings)
     err.print(f"read {result.plan}", highlight=False)
     for skipped in result.skipped:
         kept = " (previous version kept)" if skipped.kept_previous else ""
@@ -164,6 +165,17 @@ def _run_ingest(
             f"[yellow]withheld[/] {flag.path}: {flag.reason}: {flag.sentence!r} (approve: sha256 {flag.sha256})",
             highlight=False,
         )
+
+
+def _remember_source(services, source, corpus, tenant, base_url, docs_format, crawl_settings) -> None:
+    """What `citedocs sync` re-reads: the folder or site this ingest read (see citedocs/sync)."""
+    from .sync.service import Syncs
+
+    if crawl_settings is not None:
+        limits = {k: getattr(crawl_settings, k) for k in ("max_pages", "concurrency", "rate", "timeout_s")}
+        Syncs(services).remember_ingested(corpus, "crawl", str(source), tenant, limits)
+    else:
+        Syncs(services).remember_ingested(corpus, "folder", str(source), tenant, {"base_url": base_url, "format": docs_format})
 
 
 @app.command()
@@ -441,6 +453,10 @@ def serve(
         services.retriever  # load the models before accepting traffic
     pruned = services.prune_traces()
     services.keep_pruning(RETENTION_EVERY_S, threading.Event())
+    if config.setting("sync_worker") == "on":  # sync jobs and schedules in this process (docs/how-to/keep-in-sync.md)
+        from .sync.worker import start_in_process
+
+        start_in_process(services)
     auth = "API keys required" if config.setting("auth") == "required" else "no auth (local use)"
     logging.getLogger("citedocs.serve").info(
         f"citedocs on http://{host}:{port} (API docs: /docs; {auth}; {workers} worker(s), backend {kind})",
@@ -844,6 +860,221 @@ def demo(
     _print_hits(services.search(question, config.ASTRO_CORPUS_NAME, 5), as_json=False)
     console.rule(f"ask: {question}")
     _print_answer(services.ask(AskRequest(question=question, corpus=config.ASTRO_CORPUS_NAME)))
+
+
+# keeping corpora in sync (citedocs/sync; docs/how-to/keep-in-sync.md) --------------------------------
+sources_app = typer.Typer(no_args_is_help=True, help="Where each corpus is read from, for `citedocs sync`.")
+jobs_app = typer.Typer(no_args_is_help=True, help="Sync jobs: list them, show one, follow its progress.")
+app.add_typer(sources_app, name="sources")
+app.add_typer(jobs_app, name="jobs")
+
+
+def _syncs():
+    from .sync.service import Syncs
+
+    return Syncs(_services())
+
+
+@sources_app.command("set")
+def sources_set(
+    corpus: Annotated[str, typer.Argument(help="Corpus name.")],
+    folder: Annotated[Optional[Path], typer.Option(help="A docs folder, read as it is at each sync.")] = None,
+    git: Annotated[Optional[Path], typer.Option(help="A docs folder inside a git working tree (clean; see --pull).")] = None,
+    url: Annotated[Optional[str], typer.Option(help="A published docs site to crawl at each sync.")] = None,
+    branch: Annotated[Optional[str], typer.Option(help="git: the branch a sync pulls (default: the checked-out one).")] = None,
+    pull: Annotated[bool, typer.Option("--pull", help="git: allow each sync to `git pull --ff-only` the branch (else the tree is read as is).")] = False,
+    every: Annotated[Optional[str], typer.Option(help="Sync on a schedule, e.g. 30m, 6h, 1d (jittered by +-10%).")] = None,
+    eval_file: Annotated[Optional[Path], typer.Option("--eval", help="Release gate: a JSONL case file run on each new version before it goes live.")] = None,
+    floor: Annotated[Optional[list[str]], typer.Option("--floor", help="Release gate floor, metric=value (e.g. answer_accuracy=0.8); repeatable.")] = None,
+    base_url: Annotated[Optional[str], typer.Option(help="Public URL the docs are served under (default: remembered).")] = None,
+    docs_format: Annotated[Optional[str], typer.Option("--format", help="Docs format (default: remembered, else detected).")] = None,
+    tenant: TenantOpt = config.DEFAULT_TENANT,
+) -> None:
+    """Remember where a corpus is read from (one of --folder, --git, --url), its schedule and release gate."""
+    from .index.store import CorpusOwnedByOtherTenant
+    from .ingest.crawl import CrawlError
+    from .service import InvalidName
+    from .sync.service import release_floors
+    from .sync.sources import SourceError
+
+    given = [(kind, value) for kind, value in (("folder", folder), ("git", git), ("crawl", url)) if value is not None]
+    if len(given) != 1:
+        fail("name the source with exactly one of --folder, --git or --url")
+    kind, location = given[0]
+    if kind != "git" and (branch or pull):
+        fail("--branch and --pull apply to a --git source only")
+    options = {"base_url": base_url, "format": docs_format, "every": every}
+    if kind == "git":
+        options |= {"branch": branch, "pull": pull}
+    try:
+        if floor or eval_file:
+            options |= {"eval": str(eval_file) if eval_file else None, "floors": release_floors(floor or [], eval_file)}
+        source = _syncs().set_source(corpus, kind, str(location), options, tenant)
+    except (SourceError, CrawlError, InvalidName, CorpusOwnedByOtherTenant) as exc:
+        fail(str(exc))
+    when = f"; next scheduled sync at {source.next_sync_at}" if source.next_sync_at else ""
+    console.print(f"corpus {corpus} (tenant {tenant}) is read from {kind} {source.location}{when}")
+
+
+@sources_app.command("list")
+def sources_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Every corpus with its source, live version, last sync and next scheduled sync."""
+    rows = _syncs().overview()
+    if as_json:
+        print(json.dumps({"corpora": rows}, indent=2))
+        return
+    table = Table()
+    for column in ("corpus", "tenant", "source", "version", "chunks", "last sync", "next sync"):
+        table.add_column(column)
+    for row in rows:
+        last = row["last_sync"]
+        table.add_row(
+            row["name"], row["tenant"], f"{row['source']['kind']} {row['source']['location']}", row["version"] or "",
+            str(row["chunks"]), f"{last['status']} {last['finished_at'] or last['created_at']}" if last else "", row["next_sync_at"] or "",
+        )
+    console.print(table)
+
+
+@sources_app.command("webhook-secret")
+def sources_webhook_secret(corpus: Annotated[str, typer.Argument(help="Corpus name.")]) -> None:
+    """Enable (or rotate) the corpus's signed webhook, POST /hooks/corpora/CORPUS; prints the new secret once."""
+    from .service import UnknownCorpus
+
+    syncs = _syncs()
+    try:
+        secret = syncs.rotate_webhook_secret(corpus)
+    except UnknownCorpus as exc:
+        fail(str(exc))
+    syncs.services.audit(None, "webhook.secret", corpus, tenant=syncs.source(corpus).tenant)
+    err.print(f"webhook secret for corpus {corpus} (any previous one stops working); shown only once:")
+    print(secret)
+
+
+def _job_line(job) -> str:
+    report = job.report or {}
+    chunks = report.get("chunks")
+    counts = (
+        f"; chunks {chunks['added']} added, {chunks['changed']} changed, {chunks['removed']} removed, {chunks['unchanged']} unchanged"
+        f" in {report.get('seconds', 0):.1f}s; version {report.get('version')}"
+        if chunks
+        else ""
+    )
+    error = f": {job.error}" if job.error else ""
+    return f"job {job.id} ({job.corpus}, {job.trigger}, attempt {job.attempts}) {job.status}{error}{counts}"
+
+
+def _follow(syncs, job_id: str) -> "object":
+    """Show a queued or running job's progress until it ends; return it as it ended."""
+    import time
+
+    with ingest_progress() as report:
+        while True:
+            job = syncs.job(job_id)
+            if job.progress.get("phase") in PHASE_LABELS:
+                report(job.progress["phase"], job.progress["done"], job.progress["total"])
+            if job.status not in ("queued", "running"):
+                return job
+            time.sleep(0.5)
+
+
+def _print_job(job) -> None:
+    console.print(_job_line(job), highlight=False)
+    for line in ((job.report or {}).get("gate") or {}).get("lines", []):
+        console.print(f"  release gate: {line}", highlight=False)
+
+
+@app.command()
+def sync(
+    corpus: Annotated[Optional[str], typer.Argument(help="Corpus to sync (see --all).")] = None,
+    all_corpora: Annotated[bool, typer.Option("--all", help="Sync every corpus.")] = False,
+    queue: Annotated[bool, typer.Option("--queue", help="Queue the sync for the workers (`citedocs worker`, `citedocs serve`) instead of running it here.")] = False,
+    follow: Annotated[bool, typer.Option("--follow", help="With --queue: show the job's progress until it ends.")] = False,
+) -> None:
+    """Read a corpus's source again and switch to the new version (incremental, like ingest; atomic)."""
+    from .service import UnknownCorpus
+    from .sync.service import worker_name
+    from .sync.worker import JobRunner
+
+    if bool(corpus) == all_corpora:
+        fail("name one corpus, or pass --all")
+    syncs = _syncs()
+    names = [row["name"] for row in syncs.overview()] if all_corpora else [corpus]
+    ended = []
+    for name in names:
+        try:
+            job, created = syncs.start(name, "cli", queue=queue)
+        except UnknownCorpus as exc:
+            fail(str(exc))
+        if not created:
+            err.print(f"corpus {name} already has a {job.status} sync: {job.id}")
+        if queue and not follow:
+            console.print(f"queued {job.id} for corpus {name}" if created else f"{job.id} ({job.status})")
+            continue
+        if created and not queue:
+            with ingest_progress() as report:
+                job = JobRunner(syncs, worker_name("cli")).run(job, report) or syncs.job(job.id)
+        else:
+            job = _follow(syncs, job.id)
+        ended.append(job)
+        _print_job(job)
+    if any(job.status != "succeeded" for job in ended):
+        raise typer.Exit(1)
+
+
+@jobs_app.command("list")
+def jobs_list(
+    corpus: Annotated[Optional[str], typer.Option("--corpus", "-c", help="Only this corpus's jobs.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000)] = 20,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """The newest sync jobs first."""
+    jobs = _syncs().jobs(None, corpus, limit)
+    if as_json:
+        print(json.dumps({"jobs": [j.as_dict() for j in jobs]}, indent=2))
+        return
+    for job in jobs:
+        console.print(f"{job.created_at}  {_job_line(job)}", highlight=False)
+    if not jobs:
+        console.print("no sync jobs yet; start one with `citedocs sync CORPUS`")
+
+
+@jobs_app.command("show")
+def jobs_show(
+    job_id: Annotated[str, typer.Argument(help="The job id (from `citedocs sync` or `citedocs jobs list`).")],
+    follow: Annotated[bool, typer.Option("--follow", help="Show its progress until it ends.")] = False,
+) -> None:
+    """One job as GET /admin/jobs/{id} returns it (JSON); --follow waits for it to end."""
+    from .sync.service import UnknownJob
+
+    syncs = _syncs()
+    try:
+        job = _follow(syncs, job_id) if follow else syncs.job(job_id)
+    except UnknownJob as exc:
+        fail(str(exc))
+    print(json.dumps(job.as_dict(), indent=2))
+
+
+@app.command()
+def worker(
+    once: Annotated[bool, typer.Option("--once", help="Exit when no job is left queued (else run until stopped).")] = False,
+) -> None:
+    """Run sync jobs and scheduled syncs (on PostgreSQL, any number of workers share the queue)."""
+    import logging
+    import threading
+
+    from .logs import configure_json_logging
+    from .sync.service import Syncs, worker_name
+    from .sync.worker import work
+
+    configure_json_logging()
+    syncs = Syncs(_services())
+    name = worker_name("worker")
+    syncs.services.encoder  # load the model before taking a job
+    logging.getLogger("citedocs.sync").info(f"sync worker {name} started", extra={"once": once})
+    try:
+        work(syncs, name, threading.Event(), once=once)
+    except KeyboardInterrupt:
+        pass
 
 
 def main() -> None:

@@ -200,6 +200,43 @@ SETTINGS: dict[str, Setting] = {
         "CITEDOCS_INSIGHTS_GAP_LIMIT", 500, _at_least_one,
         "docs gaps group at most this many of the newest refused or down-voted questions",
     ),
+    # keeping corpora in sync (citedocs/sync; docs/how-to/keep-in-sync.md)
+    "sync_worker": Setting(
+        "CITEDOCS_SYNC_WORKER",
+        "on",
+        _choice("on", "off"),
+        "on: `citedocs serve` also runs sync jobs (and schedules) in-process | off: only `citedocs worker` processes run them",
+    ),
+    "job_stall_s": Setting(
+        "CITEDOCS_JOB_STALL_S",
+        60.0,
+        _positive_float,
+        "seconds without a heartbeat after which a running sync job's worker is taken for dead and the job is retried",
+    ),
+    "job_max_attempts": Setting(
+        "CITEDOCS_JOB_MAX_ATTEMPTS", 3, _at_least_one, "runs a sync job gets (a killed worker's run counts) before it fails"
+    ),
+    "max_upload_bytes": Setting(
+        "CITEDOCS_MAX_UPLOAD_BYTES", 50_000_000, _at_least_one, "largest docs archive POST /admin/corpora/{name}/archive accepts"
+    ),
+    "max_archive_entries": Setting(
+        "CITEDOCS_MAX_ARCHIVE_ENTRIES", 20_000, _at_least_one, "most entries (files and folders) an uploaded archive may hold"
+    ),
+    "max_unpacked_bytes": Setting(
+        "CITEDOCS_MAX_UNPACKED_BYTES", 500_000_000, _at_least_one, "most bytes an uploaded archive may unpack to (zip bombs)"
+    ),
+    "max_compression_ratio": Setting(
+        "CITEDOCS_MAX_COMPRESSION_RATIO", 200.0, _positive_float, "largest unpacked/packed size ratio of one archive entry (zip bombs)"
+    ),
+    "webhook_replay_window_s": Setting(
+        "CITEDOCS_WEBHOOK_REPLAY_WINDOW_S",
+        300.0,
+        _positive_float,
+        "a signed webhook's timestamp may be this old at most, and its delivery id is refused again within it",
+    ),
+    "webhook_rate_per_minute": Setting(
+        "CITEDOCS_WEBHOOK_RATE_PER_MINUTE", 30, _positive_int, "webhook requests per minute per corpus (and per client IP); beyond: 429"
+    ),
 }
 
 

@@ -277,14 +277,20 @@ class Services:
             raise CorpusOwnedByOtherTenant(
                 f"corpus {corpus!r} belongs to tenant {existing.tenant!r}; pick another corpus name"
             )
-        crawled = crawl(start_url, config.home() / "crawl" / corpus, settings)
-        if not any(crawled.folder.rglob("*.htm*")):
-            problems = "; ".join(f"{o.url}: {o.detail}" for o in crawled.problems()[:3]) or "no page answered"
-            raise CrawlError(f"no HTML page could be fetched under {crawled.scope} ({problems}); nothing was changed")
+        crawled = self.crawl_mirror(start_url, corpus, settings)
         report = self.ingest(
             crawled.folder, corpus, crawl_scope(start_url), progress, tenant, admission, report_path, format="html"
         )
         return crawled, report
+
+    def crawl_mirror(self, start_url: str, corpus: str, settings: CrawlSettings = CrawlSettings()) -> CrawlReport:
+        """Bring the corpus's mirror of the site up to date (``<home>/crawl/<corpus>/``); CrawlError,
+        with nothing changed, when no page could be fetched."""
+        crawled = crawl(start_url, config.home() / "crawl" / corpus, settings)
+        if not any(crawled.folder.rglob("*.htm*")):
+            problems = "; ".join(f"{o.url}: {o.detail}" for o in crawled.problems()[:3]) or "no page answered"
+            raise CrawlError(f"no HTML page could be fetched under {crawled.scope} ({problems}); nothing was changed")
+        return crawled
 
     def copy_index(self, target: str, corpora: list[str] | None = None) -> dict[str, int]:
         """Copy corpora (default: all) with their vectors to another store (a postgresql:// URL or a
@@ -459,15 +465,22 @@ class Services:
         return key
 
     def audit(
-        self, key: ApiKey | None, action: str, target: str, outcome: str = "ok", detail: str = "", tenant: str | None = None
+        self,
+        key: ApiKey | None,
+        action: str,
+        target: str,
+        outcome: str = "ok",
+        detail: str = "",
+        tenant: str | None = None,
+        actor: str = "cli",
     ) -> AdminAction:
         """Record an admin action in the audit log (and the JSON log): who (the admin key, or None for
-        the operator's own CLI on the server), what, on which target (of ``tenant``: the key's own
-        when a key acted), and how it ended."""
+        the operator's own CLI on the server, or another ``actor`` such as a signed webhook), what, on
+        which target (of ``tenant``: the key's own when a key acted), and how it ended."""
         entry = AdminAction(
             at=_now().isoformat(timespec="seconds"),
             tenant=key.tenant if key else tenant or config.DEFAULT_TENANT,
-            key_id=key.key_id if key else "cli",
+            key_id=key.key_id if key else actor,
             action=action,
             target=target,
             outcome=outcome,

@@ -24,7 +24,7 @@ from ..index.store import ApiKey
 from ..models.encoders import ModelMissing
 from ..service import EmptyQuestion, InvalidKeyOrigins, InvalidName, Services, UnknownCorpus, UnknownKey, UnknownTrace
 from ..ui.charts import insights_charts
-from . import cors, openai_facade
+from . import cors, openai_facade, sync_routes
 from .mcp_http import mount_mcp
 from .middleware import BodyLimit, ConcurrencyGate, RequestLog, SecurityHeaders
 from .openapi import BODY_ERRORS, ERRORS, GUARDED, EventStream, complete_openapi, framework_error
@@ -267,6 +267,7 @@ def create_app(services: Services | None = None) -> FastAPI:
         return {"status": "stored", "trace_id": trace_id, "verdict": body.verdict}
 
     app.include_router(openai_facade.create_router(svc, _caller))
+    app.include_router(sync_routes.create_router(svc, _admin_caller))
     mount_mcp(app, svc, _caller)
 
     if STATIC_DIR.is_dir():
@@ -286,7 +287,14 @@ def create_app(services: Services | None = None) -> FastAPI:
             """The embeddable widget's loader (README: "Put it on your docs site")."""
             return FileResponse(STATIC_DIR / "widget.js", media_type="text/javascript")
 
-    app.add_middleware(BodyLimit, max_bytes=config.setting("max_body_bytes"))
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=config.setting("max_body_bytes"),
+        routes=(
+            (sync_routes.ARCHIVE_ROUTE, config.setting("max_upload_bytes"), "upload a smaller archive (max_upload_bytes)"),
+            (r"^/hooks/", config.setting("max_body_bytes"), "a webhook payload that large is refused; nothing was changed"),
+        ),
+    )
     app.add_middleware(  # outside the body limit: an overloaded server refuses before reading a body
         ConcurrencyGate,
         max_in_flight=limits.max_in_flight,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -28,26 +29,37 @@ async def _send_json(send: Send, status: int, body: dict, extra_headers: list[tu
 
 
 class BodyLimit:
-    """Refuse request bodies over ``max_bytes`` with 413, whether or not Content-Length is sent."""
+    """Refuse request bodies over ``max_bytes`` with 413, whether or not Content-Length is sent.
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    ``routes``: (path regex, limit, what to do instead) for the routes whose bodies are not questions
+    (an uploaded docs archive may be larger; a webhook's hint differs)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int, routes: tuple[tuple[str, int, str], ...] = ()) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.routes = tuple((re.compile(pattern), limit, hint) for pattern, limit, hint in routes)
 
-    def _too_large(self, size: str) -> dict:
+    def _rule(self, path: str) -> tuple[int, str, str]:
+        for pattern, limit, hint in self.routes:
+            if pattern.match(path):
+                return limit, hint, "a per-route limit"
+        return self.max_bytes, "send a shorter question or less history", "max_body_bytes"
+
+    @staticmethod
+    def _too_large(size: str, limit: int, hint: str, setting: str) -> dict:
         return {
             "error": "body_too_large",
-            "detail": f"the request body is {size} bytes; the limit is {self.max_bytes} bytes "
-            "(max_body_bytes): send a shorter question or less history",
+            "detail": f"the request body is {size} bytes; the limit is {limit} bytes ({setting}): {hint}",
         }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self.max_bytes <= 0:
             await self.app(scope, receive, send)
             return
+        limit, hint, setting = self._rule(scope.get("path", ""))
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared and declared.isdigit() and int(declared) > self.max_bytes:
-            await _send_json(send, 413, self._too_large(declared.decode()))
+        if declared and declared.isdigit() and int(declared) > limit:
+            await _send_json(send, 413, self._too_large(declared.decode(), limit, hint, setting))
             return
         received: list[Message] = []
         size = 0
@@ -55,8 +67,8 @@ class BodyLimit:
             message = await receive()
             received.append(message)
             size += len(message.get("body", b""))
-            if size > self.max_bytes:
-                await _send_json(send, 413, self._too_large(f"over {self.max_bytes}"))
+            if size > limit:
+                await _send_json(send, 413, self._too_large(f"over {limit}", limit, hint, setting))
                 return
             if message["type"] != "http.request" or not message.get("more_body"):
                 break

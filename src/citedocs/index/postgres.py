@@ -38,9 +38,16 @@ from ..types import Chunk, ChunkId
 from .bm25 import FIELD_WEIGHTS, BM25Index, Postings
 from .store import (
     ADMIN_ACTION_COLUMNS,
+    JOB_COLUMNS,
     KEY_COLUMNS,
+    SOURCE_COLUMNS,
     AdminAction,
     ApiKey,
+    CorpusSource,
+    SyncJob,
+    job_from_row,
+    job_row_values,
+    source_from_row,
     ChunkVectors,
     CorpusInfo,
     CorpusOwnedByOtherTenant,
@@ -151,6 +158,42 @@ CREATE TABLE IF NOT EXISTS admin_actions (
     target TEXT NOT NULL,
     outcome TEXT NOT NULL,
     detail TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS corpus_sources (
+    corpus TEXT PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    location TEXT NOT NULL,
+    options TEXT NOT NULL DEFAULT '{}',
+    webhook_secret TEXT,
+    next_sync_at TEXT,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sync_jobs (
+    seq BIGSERIAL,
+    id TEXT PRIMARY KEY,
+    corpus TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    trigger TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    progress TEXT NOT NULL DEFAULT '{}',
+    report TEXT,
+    error TEXT,
+    started_at TEXT,
+    finished_at TEXT,
+    heartbeat_at TEXT,
+    worker TEXT,
+    archive BYTEA
+);
+CREATE UNIQUE INDEX IF NOT EXISTS sync_jobs_one_active ON sync_jobs (corpus) WHERE status IN ('queued', 'running');
+CREATE INDEX IF NOT EXISTS sync_jobs_created ON sync_jobs (created_at);
+CREATE TABLE IF NOT EXISTS webhook_deliveries (
+    corpus TEXT NOT NULL,
+    delivery_id TEXT NOT NULL,
+    received_at TEXT NOT NULL,
+    PRIMARY KEY (corpus, delivery_id)
 );
 -- added after the first release, for databases created before
 ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS scope TEXT NOT NULL DEFAULT 'full';
@@ -650,3 +693,99 @@ class PostgresStore:
             (tenant, tenant, limit),
         )
         return [AdminAction(**r) for r in rows]
+
+    # sources, sync jobs, webhook deliveries --------------------------------------------------------
+    def save_source(self, source: CorpusSource) -> None:
+        self._write(
+            f"INSERT INTO corpus_sources ({SOURCE_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (corpus) DO UPDATE SET tenant = EXCLUDED.tenant, kind = EXCLUDED.kind,"
+            " location = EXCLUDED.location, options = EXCLUDED.options, webhook_secret = EXCLUDED.webhook_secret,"
+            " next_sync_at = EXCLUDED.next_sync_at, updated_at = EXCLUDED.updated_at",
+            (
+                source.corpus, source.tenant, source.kind, source.location, json.dumps(source.options),
+                source.webhook_secret, source.next_sync_at, source.updated_at,
+            ),
+        )
+
+    def get_source(self, corpus: str) -> CorpusSource | None:
+        rows = self._read(f"SELECT {SOURCE_COLUMNS} FROM corpus_sources WHERE corpus = %s", (corpus,))
+        return source_from_row(rows[0]) if rows else None
+
+    def list_sources(self, tenant: str | None = None) -> list[CorpusSource]:
+        rows = self._read(
+            f"SELECT {SOURCE_COLUMNS} FROM corpus_sources WHERE %s::text IS NULL OR tenant = %s ORDER BY corpus",
+            (tenant, tenant),
+        )
+        return [source_from_row(r) for r in rows]
+
+    def move_next_sync(self, corpus: str, expected: str | None, new: str | None) -> bool:
+        with self._pool.connection() as conn:
+            return conn.execute(
+                "UPDATE corpus_sources SET next_sync_at = %s WHERE corpus = %s AND next_sync_at IS NOT DISTINCT FROM %s",
+                (new, corpus, expected),
+            ).rowcount == 1
+
+    def create_job(self, job: SyncJob, archive: bytes | None = None) -> tuple[SyncJob, bool]:
+        values = job_row_values(job.as_dict())
+        with self._pool.connection() as conn, conn.transaction():
+            inserted = conn.execute(
+                f"INSERT INTO sync_jobs ({JOB_COLUMNS}, archive) VALUES ({', '.join(['%s'] * (len(values) + 1))})"
+                " ON CONFLICT (corpus) WHERE status IN ('queued', 'running') DO NOTHING RETURNING id",
+                (*values.values(), archive),
+            ).fetchone()
+            if inserted:
+                return job, True
+            active = conn.execute(
+                f"SELECT {JOB_COLUMNS} FROM sync_jobs WHERE corpus = %s AND status IN ('queued', 'running')", (job.corpus,)
+            ).fetchone()
+        if active is None:  # it finished between the two statements: try again
+            return self.create_job(job, archive)
+        return job_from_row(active), False
+
+    def get_job(self, job_id: str) -> SyncJob | None:
+        rows = self._read(f"SELECT {JOB_COLUMNS} FROM sync_jobs WHERE id = %s", (job_id,))
+        return job_from_row(rows[0]) if rows else None
+
+    def list_jobs(self, tenant: str | None = None, corpus: str | None = None, limit: int = 50) -> list[SyncJob]:
+        rows = self._read(
+            f"SELECT {JOB_COLUMNS} FROM sync_jobs WHERE (%s::text IS NULL OR tenant = %s) AND (%s::text IS NULL OR corpus = %s)"
+            " ORDER BY created_at DESC, seq DESC LIMIT %s",
+            (tenant, tenant, corpus, corpus, limit),
+        )
+        return [job_from_row(r) for r in rows]
+
+    def update_job(self, job_id: str, **fields) -> SyncJob | None:
+        values = job_row_values(fields)
+        self._write(
+            f"UPDATE sync_jobs SET {', '.join(f'{k} = %s' for k in values)} WHERE id = %s", (*values.values(), job_id)
+        )
+        return self.get_job(job_id)
+
+    def claim_job(self, worker: str, now: str, job_id: str | None = None) -> SyncJob | None:
+        rows = self._read(
+            "UPDATE sync_jobs SET status = 'running', worker = %s, started_at = %s, heartbeat_at = %s, attempts = attempts + 1"
+            " WHERE id = (SELECT id FROM sync_jobs WHERE status = 'queued' AND (%s::text IS NULL OR id = %s)"
+            " ORDER BY created_at, seq LIMIT 1 FOR UPDATE SKIP LOCKED)"
+            f" RETURNING {JOB_COLUMNS}",
+            (worker, now, now, job_id, job_id),
+        )
+        return job_from_row(rows[0]) if rows else None
+
+    def stale_jobs(self, heartbeat_before: str) -> list[SyncJob]:
+        rows = self._read(
+            f"SELECT {JOB_COLUMNS} FROM sync_jobs WHERE status = 'running' AND heartbeat_at < %s ORDER BY created_at",
+            (heartbeat_before,),
+        )
+        return [job_from_row(r) for r in rows]
+
+    def job_archive(self, job_id: str) -> bytes | None:
+        rows = self._read("SELECT archive FROM sync_jobs WHERE id = %s", (job_id,))
+        return bytes(rows[0]["archive"]) if rows and rows[0]["archive"] is not None else None
+
+    def record_delivery(self, corpus: str, delivery_id: str, at: str, forget_before: str) -> bool:
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute("DELETE FROM webhook_deliveries WHERE received_at < %s", (forget_before,))
+            return conn.execute(
+                "INSERT INTO webhook_deliveries (corpus, delivery_id, received_at) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                (corpus, delivery_id, at),
+            ).rowcount == 1

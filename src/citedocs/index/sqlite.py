@@ -34,9 +34,16 @@ from .bm25 import FIELD_WEIGHTS, BM25Index
 from .fts5_postings import Fts5Tokenizer, read_postings
 from .store import (
     ADMIN_ACTION_COLUMNS,
+    JOB_COLUMNS,
     KEY_COLUMNS,
+    SOURCE_COLUMNS,
     AdminAction,
     ApiKey,
+    CorpusSource,
+    SyncJob,
+    job_from_row,
+    job_row_values,
+    source_from_row,
     ChunkVectors,
     CorpusInfo,
     CorpusOwnedByOtherTenant,
@@ -142,6 +149,41 @@ CREATE TABLE IF NOT EXISTS admin_actions (
     target TEXT NOT NULL,
     outcome TEXT NOT NULL,
     detail TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS corpus_sources (
+    corpus TEXT PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    location TEXT NOT NULL,
+    options TEXT NOT NULL DEFAULT '{}',
+    webhook_secret TEXT,
+    next_sync_at TEXT,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sync_jobs (
+    id TEXT PRIMARY KEY,
+    corpus TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    trigger TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    progress TEXT NOT NULL DEFAULT '{}',
+    report TEXT,
+    error TEXT,
+    started_at TEXT,
+    finished_at TEXT,
+    heartbeat_at TEXT,
+    worker TEXT,
+    archive BLOB
+);
+CREATE UNIQUE INDEX IF NOT EXISTS sync_jobs_one_active ON sync_jobs (corpus) WHERE status IN ('queued', 'running');
+CREATE INDEX IF NOT EXISTS sync_jobs_created ON sync_jobs (created_at);
+CREATE TABLE IF NOT EXISTS webhook_deliveries (
+    corpus TEXT NOT NULL,
+    delivery_id TEXT NOT NULL,
+    received_at TEXT NOT NULL,
+    PRIMARY KEY (corpus, delivery_id)
 );
 """
 
@@ -662,3 +704,106 @@ class SQLiteStore:
                 (tenant, tenant, limit),
             ).fetchall()
         return [AdminAction(**dict(r)) for r in rows]
+
+    # sources, sync jobs, webhook deliveries --------------------------------------------------------
+    def save_source(self, source: CorpusSource) -> None:
+        with self._lock:
+            self._db.execute(
+                f"INSERT OR REPLACE INTO corpus_sources ({SOURCE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    source.corpus, source.tenant, source.kind, source.location, json.dumps(source.options),
+                    source.webhook_secret, source.next_sync_at, source.updated_at,
+                ),
+            )
+
+    def get_source(self, corpus: str) -> CorpusSource | None:
+        with self._lock:
+            row = self._db.execute(f"SELECT {SOURCE_COLUMNS} FROM corpus_sources WHERE corpus = ?", (corpus,)).fetchone()
+        return source_from_row(dict(row)) if row else None
+
+    def list_sources(self, tenant: str | None = None) -> list[CorpusSource]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {SOURCE_COLUMNS} FROM corpus_sources WHERE ? IS NULL OR tenant = ? ORDER BY corpus", (tenant, tenant)
+            ).fetchall()
+        return [source_from_row(dict(r)) for r in rows]
+
+    def move_next_sync(self, corpus: str, expected: str | None, new: str | None) -> bool:
+        with self._lock:
+            return self._db.execute(
+                "UPDATE corpus_sources SET next_sync_at = ? WHERE corpus = ? AND next_sync_at IS ?", (new, corpus, expected)
+            ).rowcount == 1
+
+    def create_job(self, job: SyncJob, archive: bytes | None = None) -> tuple[SyncJob, bool]:
+        values = job_row_values(job.as_dict())
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                active = db.execute(
+                    f"SELECT {JOB_COLUMNS} FROM sync_jobs WHERE corpus = ? AND status IN ('queued', 'running')", (job.corpus,)
+                ).fetchone()
+                if active is None:
+                    db.execute(
+                        f"INSERT INTO sync_jobs ({JOB_COLUMNS}, archive) VALUES ({', '.join('?' * (len(values) + 1))})",
+                        (*values.values(), archive),
+                    )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        return (job, True) if active is None else (job_from_row(dict(active)), False)
+
+    def get_job(self, job_id: str) -> SyncJob | None:
+        with self._lock:
+            row = self._db.execute(f"SELECT {JOB_COLUMNS} FROM sync_jobs WHERE id = ?", (job_id,)).fetchone()
+        return job_from_row(dict(row)) if row else None
+
+    def list_jobs(self, tenant: str | None = None, corpus: str | None = None, limit: int = 50) -> list[SyncJob]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {JOB_COLUMNS} FROM sync_jobs WHERE (? IS NULL OR tenant = ?) AND (? IS NULL OR corpus = ?)"
+                " ORDER BY created_at DESC, rowid DESC LIMIT ?",
+                (tenant, tenant, corpus, corpus, limit),
+            ).fetchall()
+        return [job_from_row(dict(r)) for r in rows]
+
+    def update_job(self, job_id: str, **fields) -> SyncJob | None:
+        values = job_row_values(fields)
+        with self._lock:
+            self._db.execute(
+                f"UPDATE sync_jobs SET {', '.join(f'{k} = ?' for k in values)} WHERE id = ?", (*values.values(), job_id)
+            )
+        return self.get_job(job_id)
+
+    def claim_job(self, worker: str, now: str, job_id: str | None = None) -> SyncJob | None:
+        with self._lock:
+            row = self._db.execute(
+                "UPDATE sync_jobs SET status = 'running', worker = ?, started_at = ?, heartbeat_at = ?, attempts = attempts + 1"
+                " WHERE id = (SELECT id FROM sync_jobs WHERE status = 'queued' AND (? IS NULL OR id = ?)"
+                " ORDER BY created_at, rowid LIMIT 1) AND status = 'queued'"
+                f" RETURNING {JOB_COLUMNS}",
+                (worker, now, now, job_id, job_id),
+            ).fetchone()
+        return job_from_row(dict(row)) if row else None
+
+    def stale_jobs(self, heartbeat_before: str) -> list[SyncJob]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {JOB_COLUMNS} FROM sync_jobs WHERE status = 'running' AND heartbeat_at < ? ORDER BY created_at",
+                (heartbeat_before,),
+            ).fetchall()
+        return [job_from_row(dict(r)) for r in rows]
+
+    def job_archive(self, job_id: str) -> bytes | None:
+        with self._lock:
+            row = self._db.execute("SELECT archive FROM sync_jobs WHERE id = ?", (job_id,)).fetchone()
+        return bytes(row["archive"]) if row and row["archive"] is not None else None
+
+    def record_delivery(self, corpus: str, delivery_id: str, at: str, forget_before: str) -> bool:
+        with self._lock:
+            self._db.execute("DELETE FROM webhook_deliveries WHERE received_at < ?", (forget_before,))
+            return self._db.execute(
+                "INSERT OR IGNORE INTO webhook_deliveries (corpus, delivery_id, received_at) VALUES (?, ?, ?)",
+                (corpus, delivery_id, at),
+            ).rowcount == 1

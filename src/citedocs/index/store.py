@@ -7,6 +7,7 @@ pgvector (``postgres.py``) are interchangeable: retrieval, the API and the CLI s
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -84,6 +85,78 @@ class AdminAction:
 
 
 ADMIN_ACTION_COLUMNS = "at, tenant, key_id, action, target, outcome, detail"
+
+
+SOURCE_KINDS = ("folder", "git", "crawl", "archive")
+JOB_STATUSES = ("queued", "running", "succeeded", "failed", "held")
+ACTIVE_JOB_STATUSES = ("queued", "running")
+
+
+@dataclass(frozen=True)
+class CorpusSource:
+    """Where a corpus's docs come from, so that a sync can read them again (see citedocs/sync)."""
+
+    corpus: str
+    tenant: str
+    kind: str  # one of SOURCE_KINDS
+    location: str  # a folder, a git working tree, a site URL, or the folder the last upload was unpacked in
+    options: dict = field(default_factory=dict)  # base_url, format, branch, pull, every, eval, floors, crawl limits
+    webhook_secret: str | None = None  # the HMAC key of POST /hooks/corpora/{name}; None: no webhook
+    next_sync_at: str | None = None  # the next scheduled sync (options["every"]), ISO UTC
+    updated_at: str = ""
+
+
+SOURCE_COLUMNS = "corpus, tenant, kind, location, options, webhook_secret, next_sync_at, updated_at"
+
+
+@dataclass(frozen=True)
+class SyncJob:
+    """One sync of a corpus, as the jobs table keeps it (the admin routes return ``as_dict``)."""
+
+    id: str
+    corpus: str
+    tenant: str
+    trigger: str  # cli | admin | webhook | schedule | upload
+    status: str  # one of JOB_STATUSES
+    created_at: str
+    attempts: int = 0  # runs started (a worker killed mid-job leaves it running; the job is then retried)
+    progress: dict = field(default_factory=dict)  # {"phase": "parse" | "embed" | ..., "done": n, "total": n}
+    report: dict | None = None
+    error: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    heartbeat_at: str | None = None
+    worker: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE_JOB_STATUSES
+
+    def as_dict(self) -> dict:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+JOB_COLUMNS = (
+    "id, corpus, tenant, trigger, status, created_at, attempts, progress, report, error, started_at, finished_at,"
+    " heartbeat_at, worker"
+)
+JOB_JSON_FIELDS = ("progress", "report")  # kept as JSON text on both stores
+
+
+def source_from_row(row: dict) -> CorpusSource:
+    return CorpusSource(**{**row, "options": json.loads(row["options"] or "{}")})
+
+
+def job_from_row(row: dict) -> SyncJob:
+    values = dict(row)
+    for name in JOB_JSON_FIELDS:
+        values[name] = json.loads(values[name]) if values[name] else ({} if name == "progress" else None)
+    return SyncJob(**values)
+
+
+def job_row_values(fields: dict) -> dict:
+    """Field values as the stores keep them (the JSON fields as text)."""
+    return {k: json.dumps(v) if k in JOB_JSON_FIELDS and v is not None else v for k, v in fields.items()}
 
 
 @dataclass(frozen=True)
@@ -237,6 +310,15 @@ def pause_mid_write_if_asked(written_before: int, written_after: int, total: int
         time.sleep(float(os.environ[_PAUSE_IN_WRITE_ENV]))
 
 
+_PAUSE_IN_EMBED_ENV = "CITEDOCS_FAULT_PAUSE_IN_EMBED"
+
+
+def pause_mid_embed_if_asked() -> None:
+    """Pause (fault injection only) after each embedded group, so a test can kill a worker mid-embed."""
+    if os.environ.get(_PAUSE_IN_EMBED_ENV):
+        time.sleep(float(os.environ[_PAUSE_IN_EMBED_ENV]))
+
+
 class Store(Protocol):
     """``tenant=None`` in a read means "any tenant" (auth off, or the operator's CLI)."""
 
@@ -320,6 +402,44 @@ class Store(Protocol):
 
     def admin_actions(self, tenant: str | None = None, limit: int = 100) -> list[AdminAction]:
         """The newest audit entries first, of one tenant or (None) of all."""
+        ...
+
+    # sources, sync jobs and webhook deliveries (citedocs/sync) ---------------------------------------
+    def save_source(self, source: CorpusSource) -> None: ...
+
+    def get_source(self, corpus: str) -> CorpusSource | None: ...
+
+    def list_sources(self, tenant: str | None = None) -> list[CorpusSource]: ...
+
+    def move_next_sync(self, corpus: str, expected: str | None, new: str | None) -> bool:
+        """Set the corpus's next_sync_at to ``new`` if it still is ``expected`` (one scheduler wins)."""
+        ...
+
+    def create_job(self, job: SyncJob, archive: bytes | None = None) -> tuple[SyncJob, bool]:
+        """Insert ``job`` unless the corpus has an active (queued or running) job: then that one, and False."""
+        ...
+
+    def get_job(self, job_id: str) -> SyncJob | None: ...
+
+    def list_jobs(self, tenant: str | None = None, corpus: str | None = None, limit: int = 50) -> list[SyncJob]:
+        """Newest first."""
+        ...
+
+    def update_job(self, job_id: str, **fields) -> SyncJob | None: ...
+
+    def claim_job(self, worker: str, now: str, job_id: str | None = None) -> SyncJob | None:
+        """Mark the oldest queued job (or ``job_id`` if queued) running for ``worker``; None if there is none."""
+        ...
+
+    def stale_jobs(self, heartbeat_before: str) -> list[SyncJob]:
+        """Running jobs whose worker has not reported since ``heartbeat_before`` (it died)."""
+        ...
+
+    def job_archive(self, job_id: str) -> bytes | None: ...
+
+    def record_delivery(self, corpus: str, delivery_id: str, at: str, forget_before: str) -> bool:
+        """Remember a webhook delivery id; False if it was seen already (a replay). Ids older than
+        ``forget_before`` are forgotten."""
         ...
 
     def close(self) -> None: ...

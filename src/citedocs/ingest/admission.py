@@ -194,6 +194,12 @@ def _remembered(corpus: str) -> Path:
     return config.home() / "admission" / f"{corpus}.policy"
 
 
+def remembered_policy(corpus: str) -> Path | None:
+    """The policy file remembered for the corpus, if any (a sync's candidate version reads under it)."""
+    remembered = _remembered(corpus)
+    return Path(remembered.read_text(encoding="utf-8").strip()) if remembered.is_file() else None
+
+
 def resolve_policy(corpus: str, path: Path | None) -> AdmissionPolicy:
     """The given policy, else the one remembered for the corpus, else the default."""
     if path is not None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from .. import config
 from ..config import DEFAULT_TENANT
 from ..models.encoders import LATE_INTERACTION_TOKENS, BiEncoder, ModelMissing, dense_encoder, dense_mark
-from ..index.store import ChunkVectors, CorpusInfo, DocumentRecord, IngestChanges, Store
+from ..index.store import ChunkVectors, CorpusInfo, DocumentRecord, IngestChanges, Store, pause_mid_embed_if_asked
 from ..types import Chunk, ChunkId, content_hash
 from .admission import AdmissionDecision, AdmissionPolicy
 from .boundary import OutsideRoot, inside, walk_docs
@@ -55,6 +55,8 @@ class IngestReport:
     version: str = ""
     seconds: float = 0.0
     dense_model: str = "minilm"  # whose vectors the dense stage searches (setting dense_model)
+    changed_ids: list[str] = field(default_factory=list)  # chunks added or whose text changed (what a sync report lists)
+    removed_ids: list[str] = field(default_factory=list)  # chunks that vanished
 
     def file_outcomes(self) -> list[AdmissionDecision]:
         """Every file seen: admitted, or rejected by the policy or as malformed, with the reason."""
@@ -261,6 +263,8 @@ def ingest_corpus(
         delete_document_paths=[p for p in (store.documents(corpus) if rebuild else old_docs) if p not in new_docs],
     )
     store.apply_ingest(changes)
+    report.changed_ids = sorted(c.id for c in to_embed)
+    report.removed_ids = sorted(set(changes.delete_chunk_ids) - hashes.keys())
     report.seconds = (datetime.now(timezone.utc) - started).total_seconds()
     return report
 
@@ -287,4 +291,5 @@ def _embed(
             vectors[i] = ChunkVectors.packed(sentence, tokens, token_format)
         if progress:
             progress("embed", min(start + group, len(chunks)), len(chunks))
+        pause_mid_embed_if_asked()
     return vectors  # type: ignore[return-value]

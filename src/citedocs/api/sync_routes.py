@@ -1,0 +1,138 @@
+"""The HTTP side of keeping corpora in sync (docs/how-to/keep-in-sync.md), over ``citedocs.sync``:
+
+- admin routes (an admin key, bounded to its tenant; every action in the audit log):
+  ``GET /admin/corpora``, ``POST /admin/corpora/{name}/sync``, ``POST /admin/corpora/{name}/archive``,
+  ``GET /admin/jobs``, ``GET /admin/jobs/{id}``;
+- the signed webhook ``POST /hooks/corpora/{name}`` (no key: the HMAC signature is the credential).
+
+No ``from __future__ import annotations`` here: the routes' ``AdminKey`` is built inside
+``create_router``, and FastAPI must see it as an object, not as a name to look up in this module.
+"""
+
+
+import math
+from collections.abc import Callable
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse
+
+from .. import config
+from ..auth import RateLimited, RateLimiter
+from ..contract import ErrorBody
+from ..index.store import ApiKey, CorpusOwnedByOtherTenant
+from ..service import InvalidName, Services, UnknownCorpus
+from ..sync import webhook
+from ..sync.archive import ArchiveRejected
+from ..sync.service import JobBusy, Syncs, UnknownJob
+from .openapi import BODY_ERRORS, ERRORS, GUARDED, _errors
+
+ARCHIVE_ROUTE = r"^/admin/corpora/[^/]+/archive$"  # the one route whose body may exceed max_body_bytes
+ACTIVE_JOB = {200: {"description": "The corpus already had a queued or running sync: that job (created: false)"}}
+WEBHOOK_ERRORS = _errors(400, 401, 404, 409, 413, 429, 503)
+
+
+def _error(status: int, error: str, detail: str, headers: dict | None = None, **extra) -> JSONResponse:
+    return JSONResponse(status_code=status, content=ErrorBody(error=error, detail=detail).model_dump() | extra, headers=headers)
+
+
+def _limited(exc: RateLimited) -> JSONResponse:
+    return _error(429, "rate_limited", f"webhook {exc}", {"Retry-After": str(math.ceil(exc.retry_after_s))})
+
+
+def create_router(services: Callable[[], Services], admin_caller: Callable[[Request], ApiKey]) -> APIRouter:
+    router = APIRouter()
+    AdminKey = Annotated[ApiKey, Depends(admin_caller)]
+    hook_limiter = RateLimiter(config.setting("webhook_rate_per_minute"))
+
+    def syncs() -> Syncs:
+        return Syncs(services())
+
+    def job_body(job, created: bool | None = None) -> dict:
+        body = {"job": job.as_dict()}
+        if created is not None:
+            body["created"] = created
+        return body
+
+    @router.get("/admin/corpora", responses=GUARDED)
+    def admin_corpora(key: AdminKey) -> dict:
+        """The key's tenant's corpora: source, live version, chunks, last sync, next scheduled sync."""
+        return {"corpora": syncs().overview(key.tenant)}
+
+    @router.post("/admin/corpora/{name}/sync", status_code=202, responses={**ACTIVE_JOB, **GUARDED, **ERRORS})
+    def admin_sync(name: str, key: AdminKey):
+        """Queue a sync of the corpus; a corpus with a queued or running sync returns that job (200)."""
+        try:
+            job, created = syncs().start(name, "admin", key.tenant)
+        except UnknownCorpus as exc:
+            services().audit(key, "corpus.sync", name, "unknown_corpus", str(exc))
+            return _error(404, "unknown_corpus", str(exc))
+        services().audit(key, "corpus.sync", name, "ok" if created else "already_active", job.id)
+        return JSONResponse(job_body(job, created), status_code=202 if created else 200)
+
+    @router.post("/admin/corpora/{name}/archive", status_code=202, responses={**BODY_ERRORS, **GUARDED, **ERRORS, **_errors(409)})
+    async def admin_archive(
+        name: str,
+        request: Request,
+        key: AdminKey,
+        base_url: Annotated[str | None, Query(description="Public URL of the docs (a new corpus needs it)")] = None,
+        docs_format: Annotated[str | None, Query(alias="format", description="Docs format (default: detected)")] = None,
+    ):
+        """Upload a .zip or .tar.gz of docs as the corpus's new source (raw body); checked whole,
+        then synced by a worker. The live version keeps serving until the new one is complete."""
+        data = await request.body()
+        try:
+            job = syncs().upload(name, data, key.tenant, base_url, docs_format)
+        except ArchiveRejected as exc:
+            services().audit(key, "corpus.upload", name, "rejected", str(exc)[:1000])
+            return _error(422, "archive_rejected", exc.summary, problems=exc.problems)
+        except (InvalidName, CorpusOwnedByOtherTenant) as exc:
+            services().audit(key, "corpus.upload", name, "rejected", str(exc))
+            return _error(409 if isinstance(exc, CorpusOwnedByOtherTenant) else 422, "invalid_corpus", str(exc))
+        except JobBusy as exc:
+            services().audit(key, "corpus.upload", name, "busy", str(exc))
+            return _error(409, "sync_in_progress", str(exc), job=exc.job.as_dict())
+        services().audit(key, "corpus.upload", name, "ok", f"{len(data):,} bytes; {job.id}")
+        return job_body(job)
+
+    @router.get("/admin/jobs", responses={**GUARDED, **ERRORS})
+    def admin_jobs(key: AdminKey, corpus: str | None = None, limit: int = 50) -> dict:
+        """The tenant's sync jobs, newest first."""
+        return {"jobs": [j.as_dict() for j in syncs().jobs(key.tenant, corpus, max(1, min(limit, 500)))]}
+
+    @router.get("/admin/jobs/{job_id}", responses={**GUARDED, **ERRORS})
+    def admin_job(job_id: str, key: AdminKey):
+        """One job: status, attempts, progress, and when it ended its report (or error)."""
+        try:
+            return job_body(syncs().job(job_id, key.tenant))
+        except UnknownJob as exc:
+            return _error(404, "unknown_job", str(exc))
+
+    @router.post("/hooks/corpora/{name}", status_code=202, responses={**ACTIVE_JOB, **WEBHOOK_ERRORS})
+    async def corpus_webhook(name: str, request: Request):
+        """Start a sync when signed with the corpus's webhook secret (X-Hub-Signature-256 over the raw body)."""
+        client = f"ip:{request.client.host if request.client else 'unknown'}"
+        try:
+            hook_limiter.take(client)  # every request, signed or not
+        except RateLimited as exc:
+            return _limited(exc)
+        body = await request.body()
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        service = services()
+        owner = service.store.get_source(name)
+        tenant = owner.tenant if owner else None
+        try:
+            job, created = syncs().webhook(name, body, headers, lambda: hook_limiter.take(f"corpus:{name}"))
+        except RateLimited as exc:
+            service.audit(None, "webhook", name, "rate_limited", str(exc), tenant=tenant, actor="webhook")
+            return _limited(exc)
+        except webhook.Refused as exc:
+            service.audit(None, "webhook", name, exc.error, exc.detail, tenant=tenant, actor="webhook")
+            return _error(exc.status, exc.error, exc.detail)
+        except UnknownCorpus as exc:
+            service.audit(None, "webhook", name, "unknown_corpus", str(exc), tenant=tenant, actor="webhook")
+            return _error(404, "unknown_corpus", str(exc))
+        service.audit(None, "webhook", name, "ok" if created else "already_active", job.id, tenant=tenant, actor="webhook")
+        return JSONResponse(job_body(job, created), status_code=202 if created else 200)
+
+    return router

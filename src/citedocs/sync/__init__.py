@@ -1,0 +1,1 @@
+"""Keeping corpora in sync with their docs: sources, sync jobs and workers, signed webhooks, uploads."""
