@@ -1,13 +1,15 @@
 """The admin console end to end: headless Chromium against a real `citedocs serve`. A question asked
 in the chat shows up in the console's insights; marked down, it shows up among the docs gaps. The
 console asks for the admin key once, keeps it for the tab, refuses the wrong kinds of key, and is
-usable from the keyboard. Screenshots for the docs are taken on the way (docs/screenshots/admin-*.png).
+usable from the keyboard; an archive uploaded there becomes a corpus once its sync job
+finishes. Screenshots for the docs are taken on the way (docs/screenshots/admin-*.png).
 """
 
 from __future__ import annotations
 
 import shutil
 import time
+import zipfile
 
 import httpx
 import pytest
@@ -28,6 +30,14 @@ from test_ui import DONE, SCREENSHOTS  # noqa: E402
 
 ANSWERED = "How do I deploy my Astro site to Heroku?"
 GAP = "How do I configure Kubernetes autoscaling for my Astro pods?"
+OKAPI_PAGE = """---
+title: Okapi
+---
+
+## Okapi facts
+
+The okapi is a forest giraffe of central Africa. An okapi has a dark back and striped legs.
+"""
 OTHER_GAPS = (  # asked over HTTP beforehand, so the charts and gaps have something to show
     "Can I run Astro on Kubernetes with Helm charts?",
     "How do I take Stripe payments in Astro?",
@@ -179,15 +189,37 @@ def test_keys_are_created_and_revoked_from_the_console_and_audited(driver, conso
     wait(driver, lambda d: "key.revoke" in audit.text and "key.create" in audit.text, "the audit log lacks the key actions")
 
 
-def test_corpora_and_jobs_panels_say_when_sync_is_not_available(driver, console_server):
+def test_an_archive_uploaded_in_the_console_becomes_a_corpus_once_its_job_finishes(driver, console_server, tmp_path):
     base, keys = console_server
+    archive = tmp_path / "okapi-docs.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        bundle.writestr("guides/okapi.mdx", OKAPI_PAGE)
     open_console(driver, base, keys["admin"])
     driver.find_element(By.ID, "tab-corpora").click()
-    status = driver.find_element(By.ID, "corpora-status")
-    wait(driver, lambda d: "Sync is not available" in status.text, "no sync notice")
+    wait(driver, lambda d: d.find_element(By.ID, "upload-form").is_displayed(), "no upload form")
     assert "small-docs" in driver.find_element(By.ID, "corpora").text
+    driver.find_element(By.ID, "upload-corpus").send_keys("okapi-docs")
+    driver.find_element(By.ID, "upload-base-url").send_keys("https://docs.example.com/")
+    driver.find_element(By.ID, "upload-file").send_keys(str(archive))
+    driver.find_element(By.CSS_SELECTOR, "#upload-form button[type=submit]").click()
+    corpora_status = driver.find_element(By.ID, "corpora-status")
+    wait(driver, lambda d: "Upload of okapi-docs.zip to okapi-docs: job" in corpora_status.text, "the upload was not accepted")
+
     driver.find_element(By.ID, "tab-jobs").click()
-    wait(driver, lambda d: "not available" in d.find_element(By.ID, "jobs-status").text, "no jobs notice")
+    jobs = driver.find_element(By.ID, "jobs")
+    wait(driver, lambda d: "okapi-docs" in jobs.text and "succeeded" in jobs.text, "the upload's job never finished", timeout=240)
+    row = next(r for r in jobs.find_elements(By.CSS_SELECTOR, "tbody tr") if "okapi-docs" in r.text)
+    assert "upload" in row.text and row.find_element(By.TAG_NAME, "progress").get_attribute("value") == "1"
+    row.find_element(By.TAG_NAME, "summary").click()
+    assert '"switched": true' in row.find_element(By.CSS_SELECTOR, "details pre").text  # the report: live now
+    shot(driver, "jobs")
+
+    driver.find_element(By.ID, "tab-corpora").click()
+    corpora = driver.find_element(By.ID, "corpora")
+    wait(driver, lambda d: "okapi-docs" in corpora.text and "archive" in corpora.text, "the new corpus is not listed")
+    shot(driver, "corpora")
+    answer = httpx.post(f"{base}/ask", json={"question": "What is an okapi?", "corpus": "okapi-docs"}, timeout=120).json()
+    assert not answer["refused"] and answer["citations"][0]["id"].startswith("guides/okapi#")
 
 
 def test_forgetting_the_key_returns_to_the_key_form(driver, console_server):

@@ -336,7 +336,7 @@ function select(tab, focus = false) {
   }
   if (focus) tab.focus();
   const name = tab.id.replace("tab-", "");
-  if (!loaded.has(name) || name === "traces" || name === "jobs") {
+  if (!loaded.has(name) || ["traces", "corpora", "jobs"].includes(name)) {  // these change while the console is open
     loaded.add(name);
     guarded(name, LOADERS[name]);
   }
