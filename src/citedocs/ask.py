@@ -8,9 +8,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from . import config, telemetry
 from .contract import AskRequest, AskResponse, Citation, RefusalReason
 from .generate.base import GenerationFault, Generator
 from .generate.grader import LlmGrader
+from .models.embedding_cache import question_vector
+from .privacy import redact_trace
 from .index.store import CorpusInfo, Store
 from .retrieve.expand import PROMPT_VERSION as EXPANSION_PROMPT
 from .retrieve.expand import HypotheticalPassage
@@ -37,14 +40,18 @@ class AskEvent:
 class _Trace:
     payload: dict = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
+    started_ns: int = field(default_factory=time.time_ns)
     stage_ms: dict[str, float] = field(default_factory=dict)
+    spans: list[tuple[str, int, int]] = field(default_factory=list)  # (stage, start, end) in ns: OpenTelemetry's
 
     def timed(self, stage: str, fn, *args):
         started = time.perf_counter()
+        started_ns = time.time_ns()
         try:
             return fn(*args)
         finally:
             self.stage_ms[stage] = round((time.perf_counter() - started) * 1000, 1)
+            self.spans.append((stage, started_ns, time.time_ns()))
 
 
 class StoreProbe:
@@ -98,7 +105,19 @@ class _Answer:
             cited_ids=[c.id for c in response.citations],
             latency_ms=trace.stage_ms,
         )
-        self.pipeline.store.save_trace(self.trace_id, self.corpus, trace.payload["created_at"], trace.payload)
+        telemetry.record_ask(
+            self.trace_id,
+            trace.started_ns,
+            time.time_ns(),
+            trace.spans,
+            {"citedocs.corpus": self.corpus.name, "citedocs.refused": response.refused},
+        )
+        if config.setting("redact_questions") == "on":
+            redact_trace(trace.payload)
+        # the vector retrieval computed (or, for a follow-up or a redacted question, of the stored words):
+        # the docs gaps group questions by it without encoding them again
+        vector = question_vector(trace.payload["question"], self.pipeline.retriever.encoder)
+        self.pipeline.store.save_trace(self.trace_id, self.corpus, trace.payload["created_at"], trace.payload, vector)
         if self.pipeline.on_trace:
             self.pipeline.on_trace(trace.payload)
         return AskEvent("final", response=response)
@@ -135,6 +154,8 @@ class _Answer:
             )
             for cid in cited
         ]
+        # what each cited chunk said when it was cited: a later docs change to it is then exact to find
+        self.trace.payload["cited_hashes"] = {cid: by_id[cid].hash for cid in cited}
         response = AskResponse(
             answer=validation.answer,
             citations=citations,
@@ -251,6 +272,7 @@ class AskPipeline:
             StoreProbe(self.store, run.corpus.name),
         )
         if missing:
+            run.trace.payload["missing_terms"] = missing
             return run.refuse(RefusalReason.question_terms_not_in_docs, f"the docs don't mention {', '.join(missing)}.")
         return None
 
@@ -287,6 +309,7 @@ class AskPipeline:
                     yield AskEvent("sentence", sentence=accepted)
 
         generate_started = time.perf_counter()
+        generate_started_ns = time.time_ns()
         fed = 0
         try:
             if hasattr(self.generator, "stream"):
@@ -305,14 +328,17 @@ class AskPipeline:
             yield run.backend_failed(fault)
             return
         trace.stage_ms["generate"] = round((time.perf_counter() - generate_started - validate_s) * 1000, 1)
+        trace.spans.append(("generate", generate_started_ns, time.time_ns()))
         trace.payload.update(prompt_version=generation.prompt_version, usage=generation.usage)
         if generation.raw is not None:
             trace.payload["structured_output"] = generation.raw
 
         yield from feed(split_units(generation.text)[fed:])
         started = time.perf_counter()
+        started_ns = time.time_ns()
         validation = session.finish(generation.text)
         trace.stage_ms["validate"] = round((validate_s + time.perf_counter() - started) * 1000, 1)
+        trace.spans.append(("validate", started_ns, time.time_ns()))
         if validation.refusal is not None:
             detail = validation.refusal_detail.rstrip(".") + "."
             yield run.refuse(validation.refusal, detail, generation.text, validation.decisions_as_dicts())

@@ -678,6 +678,51 @@ def trace(trace_id: Annotated[str, typer.Argument(help="The trace_id of an answe
     print(json.dumps(data, indent=2))
 
 
+@app.command()
+def insights(
+    corpus: Annotated[Optional[str], typer.Option("--corpus", "-c", help="Only this corpus (default: every corpus).")] = None,
+    since: Annotated[str, typer.Option(help="Start of the range: a duration before now (7d, 24h, 2w) or an ISO date.")] = "7d",
+    until: Annotated[Optional[str], typer.Option(help="End of the range (default: now), like --since.")] = None,
+    tenant: Annotated[Optional[str], typer.Option("--tenant", "-t", help="Only this tenant's traces (default: all).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="The whole report as JSON.")] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="The report as CSV rows: section, item, value, detail.")] = False,
+    no_gaps: Annotated[bool, typer.Option("--no-gaps", help="Skip grouping the docs gaps (no model is loaded).")] = False,
+) -> None:
+    """What users asked: questions per day, refusals by reason, latency, feedback, cited and never-cited
+    pages, docs gaps grouped by topic, and past answers a docs change affected."""
+    import csv
+    import sys
+
+    from .insights import InvalidRange, report_rows
+    from .service import InvalidName
+
+    if as_json and as_csv:
+        fail("--json and --csv are two formats of the same report: pick one")
+    try:
+        report = _services().insights(tenant, corpus, since, until, gaps=not no_gaps)
+    except (InvalidRange, InvalidName) as exc:
+        fail(str(exc))
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return
+    rows = report_rows(report)
+    if as_csv:
+        writer = csv.writer(sys.stdout)
+        writer.writerow(("section", "item", "value", "detail"))
+        writer.writerows(rows)
+        return
+    span = report["range"]
+    console.print(f"[bold]{span['since']} .. {span['until']}[/]" + (f" corpus {corpus}" if corpus else ""), highlight=False)
+    if report.get("message"):
+        console.print(report["message"], highlight=False)
+    section = None
+    for name, item, value, detail in rows:
+        if name != section:
+            section = name
+            console.print(f"\n[bold]{name.replace('_', ' ')}[/]", highlight=False)
+        console.print(f"  {item}: {value}" + (f"  ({detail})" if detail else ""), highlight=False, soft_wrap=True)
+
+
 @traces_app.command("prune")
 def traces_prune(
     older_than: Annotated[
@@ -1129,6 +1174,9 @@ def worker(
 
 
 def main() -> None:
+    from . import telemetry
+
+    telemetry.configure()  # OTLP export of spans when OTEL_EXPORTER_OTLP_ENDPOINT is set
     try:
         app()
     except (config.ConfigError, StoreUnavailable) as exc:

@@ -192,6 +192,14 @@ SETTINGS: dict[str, Setting] = {
         "CITEDOCS_CORS_ORIGINS", (), parse_origins, "origins (scheme://host[:port]) whose pages may call the API, e.g. where the widget is embedded"
     ),
     "retention_days": Setting("CITEDOCS_RETENTION_DAYS", 30, _positive_int, "days traces and feedback are kept"),
+    "redact_questions": Setting(
+        "CITEDOCS_REDACT_QUESTIONS", "off", _choice("off", "on"),
+        "on: e-mail addresses, API keys/tokens and long digit runs in questions are replaced before a trace is stored",
+    ),
+    "insights_gap_limit": Setting(
+        "CITEDOCS_INSIGHTS_GAP_LIMIT", 500, _at_least_one,
+        "docs gaps group at most this many of the newest refused or down-voted questions",
+    ),
     # keeping corpora in sync (citedocs/sync; docs/how-to/keep-in-sync.md)
     "sync_worker": Setting(
         "CITEDOCS_SYNC_WORKER",

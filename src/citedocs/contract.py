@@ -61,6 +61,15 @@ class FeedbackRequest(BaseModel):
     comment: str | None = Field(default=None, max_length=2000)
 
 
+class NewKeyRequest(BaseModel):
+    """An API key an admin creates for its own tenant (POST /admin/keys)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(default="", max_length=200)
+    scope: Literal["full", "publishable", "admin"] = "full"
+    origins: list[str] = Field(default_factory=list, max_length=50)
+
+
 class ErrorBody(BaseModel):
     error: str
     detail: str

@@ -12,11 +12,13 @@ from functools import cached_property
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from . import config, metrics
+from . import config, metrics, telemetry
 from .auth import NAME_PATTERN, AuthError, bearer_token, new_key_id, new_secret, secret_sha256
 from .models.encoders import BiEncoder, ModelMissing, bi_encoder, corpus_dense_choice, dense_encoder
 from .index import copy_corpus, open_store
-from .index.store import ADMIN_SCOPE, FULL_SCOPE, PUBLISHABLE_SCOPE, AdminAction, ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store
+from .index.store import ADMIN_SCOPE, FULL_SCOPE, PUBLISHABLE_SCOPE, AdminAction, ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store, TraceFilter
+from .insights import Insights, InsightsRange, parse_since
+from .models.embedding_cache import EmbeddingCache
 from .ingest.admission import approve, default_report_path, remember_policy, resolve_policy
 from .ingest.crawl import CrawlError, CrawlReport, CrawlSettings, crawl, crawl_scope, is_url
 from .ingest.detect import plan_ingest
@@ -135,6 +137,11 @@ class Services:
         return dense_encoder(corpus_dense_choice(info.pipeline)) if info is not None else None
 
     @cached_property
+    def question_vectors(self) -> EmbeddingCache:
+        """Stored questions' vectors for the docs gaps (repeated insights reads encode only new ones)."""
+        return EmbeddingCache(self.encoder, "insights", max_entries=5_000)
+
+    @cached_property
     def thresholds(self) -> Thresholds:
         return load_thresholds()
 
@@ -247,18 +254,19 @@ class Services:
             )
         policy = resolve_policy(corpus, admission)
         try:
-            report = ingest_corpus(
-                self.store,
-                self.encoder,
-                plan.docs_dir,
-                corpus,
-                plan.base_url,
-                progress,
-                policy,
-                tenant,
-                for_site(readers[plan.format], plan.site),
-                max_file_bytes=max_file_bytes,
-            )
+            with telemetry.job("ingest", **{"citedocs.corpus": corpus}) as steps:
+                report = ingest_corpus(
+                    self.store,
+                    self.encoder,
+                    plan.docs_dir,
+                    corpus,
+                    plan.base_url,
+                    steps.wrap(progress),
+                    policy,
+                    tenant,
+                    for_site(readers[plan.format], plan.site),
+                    max_file_bytes=max_file_bytes,
+                )
         except IngestError as exc:  # what was detected often says why (a conf.py that is not valid Python)
             raise IngestError(f"{exc} (read as {plan.describe()})") from exc
         report.plan = plan.describe()
@@ -378,6 +386,32 @@ class Services:
         self.trace(trace_id, tenant)
         self.store.save_feedback(trace_id, verdict, comment, _now().isoformat(timespec="seconds"))
 
+    def insights(
+        self, tenant: str | None, corpus: str | None = None, since: str = "7d", until: str | None = None, gaps: bool = True
+    ) -> dict:
+        """The insights report (see insights.py) over ``tenant``'s traces (None: all) since ``since``.
+
+        A corpus removed since its traces were written is still reported (by name, under
+        ``removed_corpora``); another tenant's traces are never read."""
+        if corpus is not None:
+            check_name("corpus", corpus)
+        scope = InsightsRange(tenant, corpus, parse_since(since), parse_since(until) if until else None)
+        report = Insights(self.store, self.corpora(tenant), self.question_vectors.encode, config.setting("insights_gap_limit"))
+        return report.report(scope, gaps)
+
+    def recent_traces(self, tenant: str | None, corpus: str | None = None, limit: int = 50) -> list[dict]:
+        """The newest traces (question, outcome, latency) with their feedback, newest first."""
+        rows = self.store.trace_rows(TraceFilter(tenant, corpus), limit)
+        if not rows:
+            return []
+        feedback: dict[str, list[dict]] = {r.trace_id: [] for r in rows}
+        for trace_id, verdict, comment, created_at in self.store.insights_rows(
+            "feedback", TraceFilter(tenant, corpus, since=rows[-1].created_at)
+        ):
+            if trace_id in feedback:
+                feedback[trace_id].append({"verdict": verdict, "comment": comment, "created_at": created_at})
+        return [{**r.__dict__, "feedback": feedback[r.trace_id]} for r in rows]
+
     def prune_traces(self, older_than_days: int | None = None) -> int:
         """Delete traces (and their feedback) older than ``older_than_days`` (default: retention_days)."""
         days = config.setting("retention_days") if older_than_days is None else older_than_days
@@ -430,7 +464,10 @@ class Services:
         self.store.add_api_key(key, secret_sha256(secret))
         return key, secret
 
-    def revoke_key(self, key_id: str) -> ApiKey:
+    def revoke_key(self, key_id: str, tenant: str | None = None) -> ApiKey:
+        """Revoke a key; with ``tenant``, only one of that tenant's (another's is reported as unknown)."""
+        if tenant is not None and not any(k.key_id == key_id for k in self.store.list_api_keys(tenant)):
+            raise UnknownKey(key_id)
         key = self.store.revoke_api_key(key_id, _now().isoformat(timespec="seconds"))
         if key is None:
             raise UnknownKey(key_id)

@@ -18,10 +18,12 @@ from starlette.exceptions import HTTPException
 from .. import __version__, config
 from ..auth import AuthError, RateLimited, RateLimiter, check_admin, check_publishable
 from ..capacity import capacity
-from ..contract import AskRequest, AskResponse, ErrorBody, FeedbackRequest
+from ..contract import AskRequest, AskResponse, ErrorBody, FeedbackRequest, NewKeyRequest
+from ..insights import InvalidRange
 from ..index.store import ApiKey
 from ..models.encoders import ModelMissing
-from ..service import EmptyQuestion, Services, UnknownCorpus, UnknownTrace
+from ..service import EmptyQuestion, InvalidKeyOrigins, InvalidName, Services, UnknownCorpus, UnknownKey, UnknownTrace
+from ..ui.charts import insights_charts
 from . import cors, openai_facade, sync_routes
 from .mcp_http import mount_mcp
 from .middleware import BodyLimit, ConcurrencyGate, RequestLog, SecurityHeaders
@@ -119,6 +121,18 @@ def create_app(services: Services | None = None) -> FastAPI:
     async def unknown_trace(_: Request, exc: UnknownTrace) -> JSONResponse:
         return _error(404, "unknown_trace", str(exc))
 
+    @app.exception_handler(UnknownKey)
+    async def unknown_key(_: Request, exc: UnknownKey) -> JSONResponse:
+        return _error(404, "unknown_key", str(exc))
+
+    @app.exception_handler(InvalidRange)
+    async def invalid_range(_: Request, exc: InvalidRange) -> JSONResponse:
+        return _error(422, "invalid_range", str(exc).replace("--since", "since"))
+
+    @app.exception_handler(InvalidName)
+    async def invalid_name(_: Request, exc: InvalidName) -> JSONResponse:
+        return _error(422, "invalid_name", str(exc))
+
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
         return _error(422, "invalid_request", _describe_validation(exc))
@@ -168,6 +182,59 @@ def create_app(services: Services | None = None) -> FastAPI:
         """The audit log of the admin key's tenant, newest first: who did what, on what, and how it ended."""
         return {"actions": [a.__dict__ for a in svc().admin_actions(key.tenant, max(1, min(limit, 1000)))]}
 
+    @app.get("/admin/insights", responses=GUARDED)
+    def admin_insights(
+        key: AdminKey, corpus: str | None = None, since: str = "7d", until: str | None = None, gaps: bool = True
+    ) -> dict:
+        """What the tenant's users asked (see `citedocs insights`): counts, latency, feedback, pages,
+        docs gaps grouped by topic and past answers a docs change affected."""
+        return svc().insights(key.tenant, corpus or None, since, until or None, gaps)
+
+    @app.get("/admin/insights/charts", responses=GUARDED)
+    def admin_insights_charts(key: AdminKey, corpus: str | None = None, since: str = "7d", until: str | None = None) -> dict:
+        """The insights' charts as SVG documents (questions per day, refusals by reason)."""
+        return insights_charts(svc().insights(key.tenant, corpus or None, since, until or None, gaps=False))
+
+    @app.get("/admin/traces", responses=GUARDED)
+    def admin_traces(key: AdminKey, corpus: str | None = None, limit: int = 50) -> dict:
+        """The tenant's newest traces with their feedback."""
+        return {"traces": svc().recent_traces(key.tenant, corpus or None, max(1, min(limit, 500)))}
+
+    @app.get("/admin/traces/{trace_id}", responses={404: {"model": ErrorBody}, **GUARDED})
+    def admin_trace(trace_id: str, key: AdminKey) -> dict:
+        return svc().trace(trace_id, key.tenant)
+
+    @app.get("/admin/keys", responses=GUARDED)
+    def admin_keys(key: AdminKey) -> dict:
+        """The tenant's API keys (never their secrets)."""
+        return {"keys": [{**k.__dict__, "origins": list(k.origins)} for k in svc().keys(key.tenant)]}
+
+    @app.post("/admin/keys", status_code=201, responses={**BODY_ERRORS, **GUARDED})
+    def admin_create_key(body: NewKeyRequest, key: AdminKey) -> dict:
+        """A new key for the admin key's own tenant; its secret is in this response only."""
+        services = svc()
+        try:
+            made, secret = services.create_key(
+                key.tenant, body.name, body.scope == "publishable", body.origins, admin=body.scope == "admin"
+            )
+        except InvalidKeyOrigins as exc:
+            services.audit(key, "key.create", body.name or "(unnamed)", "rejected", str(exc))
+            return _error(422, "invalid_key_request", str(exc))
+        services.audit(key, "key.create", made.key_id, detail=f"{made.scope} key")
+        return {"key": {**made.__dict__, "origins": list(made.origins)}, "secret": secret}
+
+    @app.post("/admin/keys/{key_id}/revoke", responses={404: {"model": ErrorBody}, **GUARDED})
+    def admin_revoke_key(key_id: str, key: AdminKey) -> dict:
+        """Revoke one of the tenant's keys (another tenant's is unknown here)."""
+        services = svc()
+        try:
+            revoked = services.revoke_key(key_id, key.tenant)
+        except UnknownKey:
+            services.audit(key, "key.revoke", key_id, "unknown_key")
+            raise
+        services.audit(key, "key.revoke", key_id)
+        return {"key": {**revoked.__dict__, "origins": list(revoked.origins)}}
+
     @app.post("/ask", response_model=AskResponse, responses={**BODY_ERRORS, **ERRORS, **GUARDED})
     def ask(body: AskRequest, request: Request, tenant: Tenant) -> AskResponse:
         response = svc().ask(body, tenant)
@@ -210,6 +277,11 @@ def create_app(services: Services | None = None) -> FastAPI:
         def index() -> FileResponse:
             return FileResponse(STATIC_DIR / "index.html")
 
+        @app.get("/admin", include_in_schema=False)
+        def admin_console() -> FileResponse:
+            """The admin console (its data routes take the admin key the page asks for)."""
+            return FileResponse(STATIC_DIR / "admin.html")
+
         @app.get("/widget.js", include_in_schema=False)
         def widget() -> FileResponse:
             """The embeddable widget's loader (README: "Put it on your docs site")."""
@@ -240,9 +312,11 @@ def worker_app() -> FastAPI:
     """The app of one worker of a multi-worker ``citedocs serve`` (a uvicorn factory, called in each
     worker process): the serve command has checked the settings and passes the backend in
     ``CITEDOCS_BACKEND``; the models load here, before the worker accepts a request."""
+    from .. import telemetry
     from ..logs import configure_json_logging
 
     configure_json_logging()
+    telemetry.configure()
     services = Services.open()
     application = create_app(services)
     services.generator

@@ -30,7 +30,7 @@ import numpy as np
 import psycopg
 import snowballstemmer
 from pgvector.psycopg import register_vector
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool
 
 from ..text import search_terms
@@ -52,8 +52,17 @@ from .store import (
     CorpusInfo,
     CorpusOwnedByOtherTenant,
     DocumentRecord,
+    INSIGHTS_SQL,
+    TRACE_COLUMNS_INDEX,
     IngestChanges,
     StoreUnavailable,
+    TRACE_FILTER_SQL,
+    TRACE_ROW_COLUMNS,
+    TraceColumns,
+    TraceFilter,
+    TraceRow,
+    packed_vector,
+    unpacked_vector,
     pause_mid_write_if_asked,
 )
 from .token_codec import PackedTokens
@@ -113,6 +122,16 @@ CREATE TABLE IF NOT EXISTS traces (
     tenant TEXT NOT NULL DEFAULT 'default'
 );
 CREATE INDEX IF NOT EXISTS traces_created_at ON traces (created_at);
+CREATE TABLE IF NOT EXISTS trace_citations (
+    trace_id TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    corpus TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    chunk_id TEXT NOT NULL,
+    content_hash TEXT
+);
+CREATE INDEX IF NOT EXISTS trace_citations_trace ON trace_citations (trace_id);
+CREATE INDEX IF NOT EXISTS trace_citations_insights ON trace_citations (tenant, corpus, chunk_id, content_hash, created_at);
 CREATE TABLE IF NOT EXISTS feedback (
     id BIGSERIAL PRIMARY KEY,
     trace_id TEXT NOT NULL REFERENCES traces(trace_id),
@@ -179,7 +198,16 @@ CREATE TABLE IF NOT EXISTS webhook_deliveries (
 -- added after the first release, for databases created before
 ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS scope TEXT NOT NULL DEFAULT 'full';
 ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS origins TEXT NOT NULL DEFAULT '';
+-- the columns insights read, beside the payload (NULL ``refused``: a trace not summarised yet)
+ALTER TABLE traces ADD COLUMN IF NOT EXISTS question TEXT;
+ALTER TABLE traces ADD COLUMN IF NOT EXISTS refused BOOLEAN;
+ALTER TABLE traces ADD COLUMN IF NOT EXISTS reason TEXT;
+ALTER TABLE traces ADD COLUMN IF NOT EXISTS latency_ms DOUBLE PRECISION;
+ALTER TABLE traces ADD COLUMN IF NOT EXISTS question_vector BYTEA;
+CREATE INDEX IF NOT EXISTS traces_unsummarised ON traces (trace_id) WHERE refused IS NULL;
+CREATE INDEX IF NOT EXISTS feedback_trace ON feedback (trace_id);
 """
+SCHEMA += "".join(index + ";\n" for index in TRACE_COLUMNS_INDEX)
 
 # Session-level advisory lock key under which processes starting at once create the schema.
 _SCHEMA_LOCK = 0x636974_65646F63  # "citedoc"
@@ -231,6 +259,14 @@ def _row_to_chunk(row: dict) -> Chunk:
     )
 
 
+def _postgres(sql: str) -> str:
+    """SQL written with SQLite's placeholders in psycopg's (an untyped NULL parameter needs its type)."""
+    return sql.replace("? IS NULL", "%s::text IS NULL").replace("?", "%s")
+
+
+_TRACE_FILTER = _postgres(TRACE_FILTER_SQL)
+
+
 class PostgresStore:
     def __init__(self, url: str, max_connections: int = 8) -> None:
         self.url = url
@@ -240,6 +276,7 @@ class PostgresStore:
                 try:
                     conn.execute(SCHEMA)
                     self._migrate_vector_indexes(conn)
+                    self._summarise_older_traces(conn)
                 finally:
                     conn.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK,))
         except psycopg.errors.FeatureNotSupported as exc:
@@ -498,13 +535,90 @@ class PostgresStore:
                 yield _row_to_chunk(r), ChunkVectors(np.asarray(r["embedding"].to_numpy(), dtype=np.float32), tokens)
 
     # traces and feedback ---------------------------------------------------------------------
-    def save_trace(self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict) -> None:
-        self._write(
-            "INSERT INTO traces (trace_id, corpus, created_at, payload, tenant) VALUES (%s, %s, %s, %s, %s)"
-            " ON CONFLICT (trace_id) DO UPDATE SET corpus = EXCLUDED.corpus, created_at = EXCLUDED.created_at,"
-            " payload = EXCLUDED.payload, tenant = EXCLUDED.tenant",
-            (trace_id, corpus.name, created_at, json.dumps(payload), corpus.tenant),
+    def save_trace(
+        self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict, question_vector: np.ndarray | None = None
+    ) -> None:
+        columns = TraceColumns.of(payload)
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute(
+                "INSERT INTO traces (trace_id, corpus, created_at, payload, tenant, question, refused, reason, latency_ms,"
+                " question_vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (trace_id) DO UPDATE SET corpus = EXCLUDED.corpus, created_at = EXCLUDED.created_at,"
+                " payload = EXCLUDED.payload, tenant = EXCLUDED.tenant, question = EXCLUDED.question,"
+                " refused = EXCLUDED.refused, reason = EXCLUDED.reason, latency_ms = EXCLUDED.latency_ms,"
+                " question_vector = EXCLUDED.question_vector",
+                (
+                    trace_id, corpus.name, created_at, json.dumps(payload), corpus.tenant, *self._typed(columns),
+                    packed_vector(question_vector),
+                ),
+            )
+            self._write_citations(conn, trace_id, corpus.name, corpus.tenant, created_at, columns)
+
+    @staticmethod
+    def _typed(columns: TraceColumns) -> tuple:
+        question, refused, reason, latency = columns.row()
+        return question, bool(refused), reason, latency
+
+    @staticmethod
+    def _write_citations(
+        conn: psycopg.Connection, trace_id: str, corpus: str, tenant: str, created_at: str, columns: TraceColumns
+    ) -> None:
+        conn.execute("DELETE FROM trace_citations WHERE trace_id = %s", (trace_id,))
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO trace_citations (trace_id, tenant, corpus, created_at, chunk_id, content_hash)"
+                " VALUES (%s, %s, %s, %s, %s, %s)",
+                [(trace_id, tenant, corpus, created_at, cid, digest) for cid, digest in columns.citations],
+            )
+
+    @classmethod
+    def _summarise_older_traces(cls, conn: psycopg.Connection) -> None:
+        """Fill the insights columns of traces an older citedocs wrote (payload only), in batches."""
+        while True:
+            with conn.transaction(), conn.cursor(row_factory=tuple_row) as cursor:
+                rows = cursor.execute(
+                    "SELECT trace_id, corpus, tenant, created_at, payload FROM traces WHERE refused IS NULL"
+                    " LIMIT 1000 FOR UPDATE SKIP LOCKED"
+                ).fetchall()
+                for trace_id, corpus, tenant, created_at, payload in rows:
+                    columns = TraceColumns.of(json.loads(payload))
+                    conn.execute(
+                        "UPDATE traces SET question = %s, refused = %s, reason = %s, latency_ms = %s WHERE trace_id = %s",
+                        (*cls._typed(columns), trace_id),
+                    )
+                    cls._write_citations(conn, trace_id, corpus, tenant, created_at, columns)
+            if not rows:
+                return
+
+    def trace_rows(self, where: TraceFilter, limit: int | None = None) -> list[TraceRow]:
+        with self._pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
+            rows = cursor.execute(
+                f"SELECT {TRACE_ROW_COLUMNS} FROM traces t WHERE {_TRACE_FILTER} ORDER BY t.created_at DESC LIMIT %s",
+                (*where.params(), limit),
+            ).fetchall()
+        return [TraceRow(*r) for r in rows]
+
+    def insights_rows(self, query: str, where: TraceFilter, limit: int | None = None) -> list[tuple]:
+        with self._pool.connection() as conn:
+            self._summarise_older_traces(conn)  # traces an older process wrote since this store opened
+            with conn.cursor(row_factory=tuple_row) as cursor:
+                return cursor.execute(_postgres(INSIGHTS_SQL[query]) + " LIMIT %s", (*where.params(), limit)).fetchall()
+
+    def citing_traces(self, where: TraceFilter, corpus: str, chunk_ids: list[str]) -> list[tuple]:
+        sql = _postgres(INSIGHTS_SQL["citing"].format(chunk_ids="SELECT unnest(?::text[])"))
+        with self._pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
+            return cursor.execute(sql, (*where.params(), corpus, chunk_ids)).fetchall()
+
+    def trace_payloads(self, trace_ids: list[str]) -> dict[str, dict]:
+        rows = self._read("SELECT trace_id, payload FROM traces WHERE trace_id = ANY(%s)", (trace_ids,))
+        return {r["trace_id"]: json.loads(r["payload"]) for r in rows}
+
+    def question_vectors(self, trace_ids: list[str]) -> dict[str, np.ndarray]:
+        rows = self._read(
+            "SELECT trace_id, question_vector FROM traces WHERE trace_id = ANY(%s) AND question_vector IS NOT NULL",
+            (trace_ids,),
         )
+        return {r["trace_id"]: unpacked_vector(bytes(r["question_vector"])) for r in rows}
 
     def get_trace(self, trace_id: str, tenant: str | None = None) -> dict | None:
         with self._pool.connection() as conn:
@@ -529,10 +643,11 @@ class PostgresStore:
 
     def prune_traces(self, created_before: str) -> int:
         with self._pool.connection() as conn, conn.transaction():
-            conn.execute(
-                "DELETE FROM feedback WHERE trace_id IN (SELECT trace_id FROM traces WHERE created_at < %s)",
-                (created_before,),
-            )
+            for table in ("feedback", "trace_citations"):
+                conn.execute(
+                    f"DELETE FROM {table} WHERE trace_id IN (SELECT trace_id FROM traces WHERE created_at < %s)",
+                    (created_before,),
+                )
             return conn.execute("DELETE FROM traces WHERE created_at < %s", (created_before,)).rowcount
 
     # API keys ------------------------------------------------------------------------------------

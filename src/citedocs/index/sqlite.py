@@ -48,8 +48,17 @@ from .store import (
     CorpusInfo,
     CorpusOwnedByOtherTenant,
     DocumentRecord,
+    INSIGHTS_SQL,
+    TRACE_COLUMNS_INDEX,
     IngestChanges,
+    TRACE_FILTER_SQL,
+    TRACE_ROW_COLUMNS,
+    TraceColumns,
+    TraceFilter,
+    TraceRow,
+    packed_vector,
     pause_mid_write_if_asked,
+    unpacked_vector,
 )
 from .token_codec import PackedTokens
 
@@ -97,8 +106,23 @@ CREATE TABLE IF NOT EXISTS traces (
     corpus TEXT NOT NULL,
     created_at TEXT NOT NULL,
     payload TEXT NOT NULL,
-    tenant TEXT NOT NULL DEFAULT 'default'
+    tenant TEXT NOT NULL DEFAULT 'default',
+    question TEXT,
+    refused INTEGER,
+    reason TEXT,
+    latency_ms REAL,
+    question_vector BLOB
 );
+CREATE TABLE IF NOT EXISTS trace_citations (
+    trace_id TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    corpus TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    chunk_id TEXT NOT NULL,
+    content_hash TEXT
+);
+CREATE INDEX IF NOT EXISTS trace_citations_trace ON trace_citations (trace_id);
+CREATE INDEX IF NOT EXISTS trace_citations_insights ON trace_citations (tenant, corpus, chunk_id, content_hash, created_at);
 CREATE TABLE IF NOT EXISTS feedback (
     id INTEGER PRIMARY KEY,
     trace_id TEXT NOT NULL REFERENCES traces(trace_id),
@@ -169,6 +193,12 @@ _ADDED_COLUMNS = (
     ("traces", "tenant", "TEXT NOT NULL DEFAULT 'default'"),
     ("api_keys", "scope", "TEXT NOT NULL DEFAULT 'full'"),
     ("api_keys", "origins", "TEXT NOT NULL DEFAULT ''"),
+    # the columns insights read, beside the payload (NULL ``refused``: a trace not summarised yet)
+    ("traces", "question", "TEXT"),
+    ("traces", "refused", "INTEGER"),
+    ("traces", "reason", "TEXT"),
+    ("traces", "latency_ms", "REAL"),
+    ("traces", "question_vector", "BLOB"),
 )
 
 _FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5(
@@ -212,6 +242,11 @@ class SQLiteStore:
             if column not in existing:
                 self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
         self._db.execute("CREATE INDEX IF NOT EXISTS traces_created_at ON traces (created_at)")
+        for index in TRACE_COLUMNS_INDEX:
+            self._db.execute(index)
+        self._db.execute("CREATE INDEX IF NOT EXISTS traces_unsummarised ON traces (trace_id) WHERE refused IS NULL")
+        self._db.execute("CREATE INDEX IF NOT EXISTS feedback_trace ON feedback (trace_id)")
+        self._summarise_older_traces()
         self._split_legacy_fts()
         self._matrices: dict[str, tuple[str, list[ChunkId], np.ndarray]] = {}  # corpus -> (version, ids, vectors)
         self._bm25: dict[str, tuple[tuple[str, str], BM25Index]] = {}  # corpus -> ((version, pipeline), index)
@@ -483,12 +518,105 @@ class SQLiteStore:
         return {ChunkId(r["id"]): PackedTokens(bytes(r["vectors"]), r["n"]) for r in rows}
 
     # traces and feedback ---------------------------------------------------------------------
-    def save_trace(self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict) -> None:
+    def save_trace(
+        self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict, question_vector: np.ndarray | None = None
+    ) -> None:
+        columns = TraceColumns.of(payload)
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO traces (trace_id, corpus, created_at, payload, tenant) VALUES (?, ?, ?, ?, ?)",
-                (trace_id, corpus.name, created_at, json.dumps(payload), corpus.tenant),
-            )
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute(
+                    "INSERT OR REPLACE INTO traces (trace_id, corpus, created_at, payload, tenant, question, refused,"
+                    " reason, latency_ms, question_vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        trace_id, corpus.name, created_at, json.dumps(payload), corpus.tenant, *columns.row(),
+                        packed_vector(question_vector),
+                    ),
+                )
+                self._write_citations(trace_id, corpus.name, corpus.tenant, created_at, columns)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    def _write_citations(self, trace_id: str, corpus: str, tenant: str, created_at: str, columns: TraceColumns) -> None:
+        self._db.execute("DELETE FROM trace_citations WHERE trace_id = ?", (trace_id,))
+        self._db.executemany(
+            "INSERT INTO trace_citations (trace_id, tenant, corpus, created_at, chunk_id, content_hash) VALUES (?, ?, ?, ?, ?, ?)",
+            [(trace_id, tenant, corpus, created_at, cid, digest) for cid, digest in columns.citations],
+        )
+
+    def _summarise_older_traces(self) -> None:
+        """Fill the insights columns of traces an older citedocs wrote (payload only), in batches."""
+        while True:
+            with self._lock:
+                rows = self._db.execute(
+                    "SELECT trace_id, corpus, tenant, created_at, payload FROM traces WHERE refused IS NULL LIMIT 1000"
+                ).fetchall()
+                if not rows:
+                    return
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    for row in rows:
+                        columns = TraceColumns.of(json.loads(row["payload"]))
+                        self._db.execute(
+                            "UPDATE traces SET question = ?, refused = ?, reason = ?, latency_ms = ? WHERE trace_id = ?",
+                            (*columns.row(), row["trace_id"]),
+                        )
+                        self._write_citations(row["trace_id"], row["corpus"], row["tenant"], row["created_at"], columns)
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+
+    def trace_rows(self, where: TraceFilter, limit: int | None = None) -> list[TraceRow]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {TRACE_ROW_COLUMNS} FROM traces t WHERE {TRACE_FILTER_SQL} ORDER BY t.created_at DESC"
+                + (" LIMIT ?" if limit is not None else ""),
+                (*where.params(), *(() if limit is None else (limit,))),
+            ).fetchall()
+        return [TraceRow(r[0], r[1], r[2], r[3], bool(r[4]), r[5], r[6]) for r in rows]
+
+    def insights_rows(self, query: str, where: TraceFilter, limit: int | None = None) -> list[tuple]:
+        self._summarise_older_traces()  # traces an older process wrote since this store opened
+        with self._lock:
+            cursor = self._db.cursor()
+            cursor.row_factory = None  # plain tuples: 100k rows build no Row objects
+            return cursor.execute(
+                INSIGHTS_SQL[query] + (" LIMIT ?" if limit is not None else ""),
+                (*where.params(), *(() if limit is None else (limit,))),
+            ).fetchall()
+
+    def citing_traces(self, where: TraceFilter, corpus: str, chunk_ids: list[str]) -> list[tuple]:
+        rows: list[tuple] = []
+        with self._lock:
+            cursor = self._db.cursor()
+            cursor.row_factory = None
+            for start in range(0, len(chunk_ids), 500):
+                batch = chunk_ids[start : start + 500]
+                sql = INSIGHTS_SQL["citing"].format(chunk_ids=",".join("?" * len(batch)))
+                rows += cursor.execute(sql, (*where.params(), corpus, *batch)).fetchall()
+        return sorted(rows, key=lambda r: (r[1], r[0]), reverse=True) if len(chunk_ids) > 500 else rows
+
+    def _by_trace_id(self, column: str, trace_ids: list[str]) -> list[sqlite3.Row]:
+        rows = []
+        with self._lock:
+            for start in range(0, len(trace_ids), 500):
+                batch = trace_ids[start : start + 500]
+                rows += self._db.execute(
+                    f"SELECT trace_id, {column} AS value FROM traces WHERE trace_id IN ({','.join('?' * len(batch))})"
+                    f" AND {column} IS NOT NULL",
+                    batch,
+                ).fetchall()
+        return rows
+
+    def trace_payloads(self, trace_ids: list[str]) -> dict[str, dict]:
+        return {r["trace_id"]: json.loads(r["value"]) for r in self._by_trace_id("payload", trace_ids)}
+
+    def question_vectors(self, trace_ids: list[str]) -> dict[str, np.ndarray]:
+        return {r["trace_id"]: unpacked_vector(r["value"]) for r in self._by_trace_id("question_vector", trace_ids)}
 
     def get_trace(self, trace_id: str, tenant: str | None = None) -> dict | None:
         with self._lock:
@@ -518,6 +646,7 @@ class SQLiteStore:
             try:
                 old = "SELECT trace_id FROM traces WHERE created_at < ?"
                 db.execute(f"DELETE FROM feedback WHERE trace_id IN ({old})", (created_before,))
+                db.execute(f"DELETE FROM trace_citations WHERE trace_id IN ({old})", (created_before,))
                 count = db.execute("DELETE FROM traces WHERE created_at < ?", (created_before,)).rowcount
                 db.execute("COMMIT")
             except BaseException:

@@ -160,6 +160,107 @@ def job_row_values(fields: dict) -> dict:
 
 
 @dataclass(frozen=True)
+class TraceRow:
+    """What insights read of one stored trace: the columns kept beside its JSON payload."""
+
+    trace_id: str
+    corpus: str
+    created_at: str
+    question: str
+    refused: bool
+    reason: str  # the refusal reason's code ("low_retrieval_confidence"); "" for an answer
+    latency_ms: float | None
+
+
+TRACE_ROW_COLUMNS = "trace_id, corpus, created_at, question, refused, reason, latency_ms"
+
+
+def packed_vector(vector: np.ndarray | None) -> bytes | None:
+    """A question vector as the stores keep it: float16 (768 bytes for MiniLM's 384 dimensions)."""
+    return None if vector is None else np.asarray(vector, dtype=np.float16).tobytes()
+
+
+def unpacked_vector(data: bytes) -> np.ndarray:
+    return np.frombuffer(data, dtype=np.float16).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class TraceColumns:
+    """A trace's payload reduced to the columns insights read (written with the trace; computed once,
+    on open, for a trace written by an older citedocs, which kept only the payload)."""
+
+    question: str
+    refused: int
+    reason: str
+    latency_ms: float | None
+    citations: tuple[tuple[str, str | None], ...]  # (chunk id, its content hash when answered; None before hashes were kept)
+
+    @classmethod
+    def of(cls, payload: dict) -> TraceColumns:
+        hashes = payload.get("cited_hashes") or {}
+        latency = (payload.get("latency_ms") or {}).get("total")
+        return cls(
+            question=str(payload.get("question") or ""),
+            refused=int(bool(payload.get("refused"))),
+            reason=str(payload.get("refusal_reason") or "").split(":", 1)[0].strip(),
+            latency_ms=float(latency) if isinstance(latency, (int, float)) else None,
+            citations=tuple((str(cid), hashes.get(cid)) for cid in payload.get("cited_ids") or ()),
+        )
+
+    def row(self) -> tuple:
+        """question, refused, reason, latency_ms: the order of the stores' UPDATE and INSERT statements."""
+        return (self.question, self.refused, self.reason, self.latency_ms)
+
+
+@dataclass(frozen=True)
+class TraceFilter:
+    """Which traces an insights read covers: one tenant's (None: all), one corpus (None: all), a time range."""
+
+    tenant: str | None = None
+    corpus: str | None = None
+    since: str = ""  # ISO timestamp, inclusive
+    until: str = "9999"  # ISO timestamp, exclusive
+
+    def params(self) -> tuple:
+        return (self.tenant, self.tenant, self.corpus, self.corpus, self.since, self.until)
+
+
+# The WHERE clause of TraceFilter.params() over the traces table (``t``), in SQLite's placeholders
+# (the PostgreSQL store rewrites them). The insights' reads below aggregate in the database, so a
+# large history never crosses into Python row by row.
+TRACE_FILTER_SQL = (
+    "(? IS NULL OR t.tenant = ?) AND (? IS NULL OR t.corpus = ?) AND t.created_at >= ? AND t.created_at < ?"
+)
+_VOTED_DOWN = "SELECT trace_id FROM feedback WHERE verdict = 'down'"
+# index-only reads of the traces' insight columns, and of a trace's range columns by its id (feedback
+# joins): no insights scan touches the (large) payloads
+TRACE_COLUMNS_INDEX = (
+    "CREATE INDEX IF NOT EXISTS traces_insights ON traces (created_at, tenant, corpus, refused, reason, latency_ms)",
+    "CREATE INDEX IF NOT EXISTS traces_range ON traces (trace_id, created_at, tenant, corpus)",
+)
+INSIGHTS_SQL = {
+    # (day, corpus, refused, reason, count)
+    "counts": "SELECT substr(t.created_at, 1, 10), t.corpus, t.refused, t.reason, count(*) FROM traces t"
+    f" WHERE {TRACE_FILTER_SQL} GROUP BY 1, 2, 3, 4 ORDER BY 1",
+    "latencies": f"SELECT t.latency_ms FROM traces t WHERE {TRACE_FILTER_SQL} AND t.latency_ms IS NOT NULL",
+    # (corpus, chunk id, content hash when cited, times cited): trace_citations keeps tenant and time too
+    "citations": "SELECT t.corpus, t.chunk_id, t.content_hash, count(*) FROM trace_citations t"
+    f" WHERE {TRACE_FILTER_SQL} GROUP BY 1, 2, 3",
+    # (trace id, created_at, chunk id, content hash when cited) of the citations of some of one corpus's
+    # chunks: TraceFilter.params(), then the corpus, then the chunk ids ({chunk_ids}: each store's list)
+    "citing": "SELECT t.trace_id, t.created_at, t.chunk_id, t.content_hash FROM trace_citations t"
+    f" WHERE {TRACE_FILTER_SQL} AND t.corpus = ? AND t.chunk_id IN ({{chunk_ids}}) ORDER BY t.created_at DESC, t.trace_id",
+    "feedback": "SELECT f.trace_id, f.verdict, f.comment, f.created_at FROM feedback f"
+    f" JOIN traces t ON t.trace_id = f.trace_id WHERE {TRACE_FILTER_SQL} ORDER BY f.id",
+    # refused (not for a backend failure) or voted down: the docs gaps' questions, newest first
+    # (TRACE_ROW_COLUMNS, then whether it was voted down)
+    "gap_candidates": f"SELECT {', '.join('t.' + c for c in TRACE_ROW_COLUMNS.split(', '))}, t.trace_id IN ({_VOTED_DOWN})"
+    f" FROM traces t WHERE {TRACE_FILTER_SQL} AND ((t.refused AND t.reason <> 'backend_error')"
+    f" OR t.trace_id IN ({_VOTED_DOWN})) ORDER BY t.created_at DESC",
+}
+
+
+@dataclass(frozen=True)
 class DocumentRecord:
     path: str
     file_hash: str
@@ -251,11 +352,35 @@ class Store(Protocol):
         """Stored token vectors, packed (see ``ChunkVectors``); chunks indexed without them are absent."""
         ...
 
-    def save_trace(self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict) -> None: ...
+    def save_trace(
+        self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict, question_vector: np.ndarray | None = None
+    ) -> None:
+        """``question_vector``: the question's unit bi-encoder vector, kept (float16) for the docs gaps."""
+        ...
 
     def get_trace(self, trace_id: str, tenant: str | None = None) -> dict | None: ...
 
     def save_feedback(self, trace_id: str, verdict: str, comment: str | None, created_at: str) -> None: ...
+
+    def trace_rows(self, where: TraceFilter, limit: int | None = None) -> list[TraceRow]:
+        """The traces in range, newest first (``limit``: only the newest that many)."""
+        ...
+
+    def insights_rows(self, query: str, where: TraceFilter, limit: int | None = None) -> list[tuple]:
+        """The rows of one of INSIGHTS_SQL's queries over the traces in range (``limit``: at most that many)."""
+        ...
+
+    def citing_traces(self, where: TraceFilter, corpus: str, chunk_ids: list[str]) -> list[tuple]:
+        """INSIGHTS_SQL["citing"]: the citations in range of these chunks of ``corpus``."""
+        ...
+
+    def trace_payloads(self, trace_ids: list[str]) -> dict[str, dict]:
+        """The stored payloads of these traces (without feedback), by trace id."""
+        ...
+
+    def question_vectors(self, trace_ids: list[str]) -> dict[str, np.ndarray]:
+        """The stored question vectors (float32) of these traces; a trace stored without one is absent."""
+        ...
 
     def prune_traces(self, created_before: str) -> int:
         """Delete traces created before this ISO timestamp, with their feedback; return how many."""

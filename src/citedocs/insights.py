@@ -1,0 +1,342 @@
+"""What users asked, made into something a docs team can act on (``citedocs insights``, GET /admin/insights).
+
+Read from the stored traces and feedback of one tenant (or all, for the operator's CLI) in a time
+range, optionally of one corpus:
+
+- questions per day, answered and refused by reason, answer latency p50/p95;
+- feedback up/down with its comments;
+- the most-cited pages and the pages never cited;
+- **docs gaps**: refused questions (a backend failure is not a gap) and down-voted answers, grouped
+  by topic: their bi-encoder (MiniLM) vectors (kept with each trace, from retrieval; a trace an older
+  citedocs wrote is encoded now) are clustered by scikit-learn's agglomerative
+  clustering (average linkage over cosine distance, cut at ``GAP_DISTANCE``, so the number of groups
+  follows the data). Each group names its size, three example questions, the refusal reasons, the
+  terms the question gate found the docs never mention, and the page that came nearest without answering;
+- **answers a docs change affected**: past answers whose cited chunks changed (another content
+  hash) or vanished since; a trace keeps each cited chunk's hash, so this is exact. (Traces
+  written before hashes were kept can only show vanished chunks.)
+
+The counts are aggregated by the database over the columns kept beside each trace (``TraceColumns``,
+the ``trace_citations`` table), never over the JSON payloads (benchmarks/bench_insights.py times
+100k traces on both stores); only the gap questions' payloads and kept vectors are read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+
+from .index.store import CorpusInfo, Store, TraceFilter, TraceRow
+
+GAP_DISTANCE = 0.5  # cosine distance at which two groups of questions stop merging (MiniLM vectors)
+NOT_A_GAP = frozenset({"backend_error"})  # the answer backend failed: nothing the docs lack
+TOP_PAGES = 10
+LISTED = 20  # never-cited pages, comments and affected answers listed (their counts are complete)
+_MISSING = re.compile(r"the docs don't mention (.+?)\.?$")
+_SINCE = re.compile(r"^(\d+)([dhw])$")
+
+
+class InvalidRange(ValueError):
+    pass
+
+
+def parse_since(value: str, now: datetime | None = None) -> datetime:
+    """``7d``, ``24h``, ``2w`` (before now) or an ISO date/time (UTC unless it says otherwise)."""
+    now = now or datetime.now(timezone.utc)
+    match = _SINCE.match(value.strip())
+    if match:
+        amount, unit = int(match.group(1)), match.group(2)
+        return now - timedelta(**{{"d": "days", "h": "hours", "w": "weeks"}[unit]: amount})
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise InvalidRange(
+            f"--since {value!r} is neither a duration (7d, 24h, 2w) nor an ISO date (2026-11-01); use one of those"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat(timespec="seconds")
+
+
+def _page(chunk_id: str) -> str:
+    """The page of a chunk id (``<page path>#<anchor>/<n>``)."""
+    return chunk_id.split("#", 1)[0]
+
+
+def missing_terms(payload: dict) -> list[str]:
+    """The terms the question gate found the docs never mention (older traces: read from the reason)."""
+    if payload.get("missing_terms"):
+        return list(payload["missing_terms"])
+    reason = str(payload.get("refusal_reason") or "")
+    if not reason.startswith("question_terms_not_in_docs"):
+        return []
+    match = _MISSING.search(reason)
+    return [t.strip() for t in match.group(1).split(",")] if match else []
+
+
+@dataclass
+class InsightsRange:
+    tenant: str | None
+    corpus: str | None
+    since: datetime
+    until: datetime | None = None  # None: up to now, this very second included
+
+    def filter(self) -> TraceFilter:
+        return TraceFilter(self.tenant, self.corpus, _iso(self.since), _iso(self.until) if self.until else "9999")
+
+    def describe(self) -> dict:
+        return {"since": _iso(self.since), "until": _iso(self.until or datetime.now(timezone.utc)), "corpus": self.corpus}
+
+
+class Insights:
+    """The report over one range; ``encode`` turns questions into unit vectors (the bi-encoder)."""
+
+    def __init__(self, store: Store, corpora: list[CorpusInfo], encode, gap_limit: int) -> None:
+        self.store = store
+        self.corpora = {c.name: c for c in corpora}  # what the caller may see now
+        self.encode = encode
+        self.gap_limit = gap_limit
+        self._titles: dict[tuple[str, str], dict] = {}
+        self._chunk_hashes: dict[str, dict[str, str]] = {}
+
+    def report(self, scope: InsightsRange, gaps: bool = True) -> dict:
+        where = scope.filter()
+        counts = self.store.insights_rows("counts", where)
+        citations = self.store.insights_rows("citations", where)
+        in_scope = [scope.corpus] if scope.corpus else sorted(self.corpora)
+        report = {
+            "range": scope.describe(),
+            **self._counts(counts, self.store.insights_rows("latencies", where)),
+            "feedback": self._feedback(self.store.insights_rows("feedback", where)),
+            "pages": self._pages(citations, [c for c in in_scope if c in self.corpora]),
+            "affected_answers": self._affected(citations, where),
+            "removed_corpora": sorted({corpus for _, corpus, *_ in counts} - self.corpora.keys()),
+        }
+        if not counts:
+            report["message"] = (
+                f"no questions were asked between {report['range']['since']} and {report['range']['until']}"
+                + (f" of corpus {scope.corpus!r}" if scope.corpus else "")
+                + "; widen the range (--since 30d) or check the corpus name"
+            )
+        if gaps:
+            report["gaps"] = self.gaps(where)
+        return report
+
+    # counts ------------------------------------------------------------------------------------
+    @staticmethod
+    def _counts(counts: list[tuple], latencies: list[tuple]) -> dict:
+        days: dict[str, Counter] = defaultdict(Counter)
+        reasons: Counter = Counter()
+        for day, _, refused, reason, n in counts:
+            days[day]["questions"] += n
+            days[day]["refused" if refused else "answered"] += n
+            if refused:
+                reasons[reason or "unknown"] += n
+        measured = np.array([r[0] for r in latencies], dtype=np.float64)
+        total = sum(n for *_, n in counts)
+        return {
+            "questions": total,
+            "answered": total - sum(reasons.values()),
+            "refused": sum(reasons.values()),
+            "per_day": [
+                {"day": day, "questions": c["questions"], "answered": c["answered"], "refused": c["refused"]}
+                for day, c in sorted(days.items())
+            ],
+            "refused_by_reason": dict(reasons.most_common()),
+            "latency_ms": {
+                "p50": round(float(np.percentile(measured, 50)), 1) if measured.size else None,
+                "p95": round(float(np.percentile(measured, 95)), 1) if measured.size else None,
+                "measured": int(measured.size),
+            },
+        }
+
+    def _feedback(self, feedback: list[tuple]) -> dict:
+        verdicts = Counter(f[1] for f in feedback)
+        comments = [
+            {"trace_id": trace_id, "verdict": verdict, "comment": comment, "created_at": at}
+            for trace_id, verdict, comment, at in reversed(feedback)
+            if (comment or "").strip()
+        ]
+        self._with_questions(comments[:LISTED])
+        return {"up": verdicts["up"], "down": verdicts["down"], "comments": comments[:LISTED], "comment_count": len(comments)}
+
+    def _with_questions(self, items: list[dict]) -> None:
+        """Add each listed item's question (from its trace)."""
+        payloads = self.store.trace_payloads(list({i["trace_id"] for i in items}))
+        for item in items:
+            item["question"] = payloads.get(item["trace_id"], {}).get("question", "")
+
+    # pages -------------------------------------------------------------------------------------
+    def _describe(self, corpus: str, page: str, chunk_id: str) -> dict:
+        """A page with its title and URL (from one of its chunks, if the corpus still has it)."""
+        key = (corpus, page)
+        if key not in self._titles:
+            chunks = self.store.get_chunks(corpus, [chunk_id]) if corpus in self.corpora else []
+            described = {"corpus": corpus, "page": page, "title": page, "url": None}
+            if chunks:
+                described.update(title=chunks[0].title, url=chunks[0].url.split("#", 1)[0])
+            self._titles[key] = described
+        return dict(self._titles[key])
+
+    def _pages(self, citations: list[tuple], corpora: list[str]) -> dict:
+        cited: Counter = Counter()
+        example: dict[tuple[str, str], str] = {}
+        for corpus, chunk_id, _, n in citations:
+            key = (corpus, _page(chunk_id))
+            cited[key] += n
+            example.setdefault(key, chunk_id)
+        most = [{**self._describe(*key, example[key]), "citations": n} for key, n in cited.most_common(TOP_PAGES)]
+        never: list[tuple[str, str, str]] = []
+        for corpus in corpora:
+            first: dict[str, str] = {}
+            for chunk_id in sorted(self._hashes(corpus)):
+                first.setdefault(_page(chunk_id), chunk_id)
+            never += [(corpus, page, cid) for page, cid in first.items() if (corpus, page) not in cited]
+        return {
+            "most_cited": most,
+            "never_cited": [self._describe(*item) for item in never[:LISTED]],
+            "never_cited_count": len(never),
+        }
+
+    # answers a docs change affected --------------------------------------------------------------
+    def _hashes(self, corpus: str) -> dict[str, str]:
+        if corpus not in self._chunk_hashes:
+            self._chunk_hashes[corpus] = self.store.chunk_hashes(corpus)
+        return self._chunk_hashes[corpus]
+
+    def _affected(self, citations: list[tuple], where: TraceFilter) -> dict:
+        """The answers whose cited chunks are gone or read otherwise now (exact: each citation kept its
+        chunk's hash; an older trace without hashes can only show a chunk that is gone), newest first.
+        Only corpora the caller still has: a removed corpus is named as such, not as every answer it gave."""
+        changed: dict[tuple[str, str], str] = {}  # (corpus, chunk id) -> "removed" | "changed"
+        stale: set[tuple[str, str, str | None]] = set()
+        for corpus, chunk_id, cited_hash, _ in citations:
+            if corpus not in self.corpora:
+                continue
+            current = self._hashes(corpus).get(chunk_id)
+            if current is None or (cited_hash is not None and current != cited_hash):
+                changed[(corpus, chunk_id)] = "removed" if current is None else "changed"
+                stale.add((corpus, chunk_id, cited_hash))
+        answers: dict[str, dict] = {}
+        for corpus in sorted({c for c, _ in changed}):
+            ids = sorted(cid for c, cid in changed if c == corpus)
+            for trace_id, created_at, chunk_id, cited_hash in self.store.citing_traces(where, corpus, ids):
+                if (corpus, chunk_id, cited_hash) in stale:
+                    answer = answers.setdefault(trace_id, {"trace_id": trace_id, "corpus": corpus, "created_at": created_at, "chunks": []})
+                    answer["chunks"].append({"id": chunk_id, "change": changed[(corpus, chunk_id)]})
+        listed = sorted(answers.values(), key=lambda a: (a["created_at"], a["trace_id"]), reverse=True)[:LISTED]
+        self._with_questions(listed)
+        return {"count": len(answers), "answers": listed}
+
+    # docs gaps ---------------------------------------------------------------------------------
+    def gaps(self, where: TraceFilter) -> dict:
+        rows = self.store.insights_rows("gap_candidates", where, self.gap_limit + 1)
+        considered = [TraceRow(r[0], r[1], r[2], r[3], bool(r[4]), r[5], r[6]) for r in rows[: self.gap_limit]]
+        down = {r[0] for r in rows if r[7]}
+        # more than the limit: the oldest are left out (the newest questions say most about the docs now)
+        result = {"considered": len(considered), "more": len(rows) > self.gap_limit, "limit": self.gap_limit, "groups": []}
+        if not considered:
+            return result
+        payloads = self.store.trace_payloads([r.trace_id for r in considered])
+        by_text: dict[str, list[TraceRow]] = defaultdict(list)
+        for row in considered:
+            by_text[" ".join(row.question.lower().split())].append(row)
+        texts = list(by_text)
+        labels = cluster_questions(self._vectors([by_text[t][0] for t in texts]))
+        groups: dict[int, list[TraceRow]] = defaultdict(list)
+        for text, label in zip(texts, labels):
+            groups[label].extend(by_text[text])
+        result["groups"] = sorted(
+            (self._group(members, payloads, down) for members in groups.values()), key=lambda g: -g["size"]
+        )
+        return result
+
+    def _vectors(self, rows: list[TraceRow]) -> np.ndarray:
+        """The questions' vectors: the one kept with each trace, else (an older trace) encoded now."""
+        kept = self.store.question_vectors([r.trace_id for r in rows])
+        missing = [r.question for r in rows if r.trace_id not in kept]
+        fresh = iter(self.encode(missing)) if missing else iter(())
+        return np.stack([kept[r.trace_id] if r.trace_id in kept else next(fresh) for r in rows]).astype(np.float32)
+
+    def _group(self, members: list[TraceRow], payloads: dict[str, dict], down: set[str]) -> dict:
+        reasons = Counter(r.reason for r in members if r.refused)
+        down_voted = sum(1 for r in members if r.trace_id in down)
+        terms: Counter = Counter()
+        nearest: Counter = Counter()
+        example_chunk: dict[tuple[str, str], str] = {}
+        for row in members:
+            payload = payloads.get(row.trace_id, {})
+            terms.update(dict.fromkeys(missing_terms(payload), 1))
+            retrieved = payload.get("retrieved") or []
+            if retrieved:
+                key = (row.corpus, _page(retrieved[0]["id"]))
+                nearest[key] += 1
+                example_chunk.setdefault(key, retrieved[0]["id"])
+        examples = list(dict.fromkeys(r.question for r in members))[:3]
+        top = nearest.most_common(1)
+        return {
+            "size": len(members),
+            "examples": examples,
+            "reasons": dict(reasons.most_common()) | ({"thumbs_down": down_voted} if down_voted else {}),
+            "missing_terms": [t for t, _ in terms.most_common(5)],
+            "nearest_page": self._describe(*top[0][0], example_chunk[top[0][0]]) if top else None,
+            "trace_ids": [r.trace_id for r in members[:LISTED]],
+        }
+
+
+def cluster_questions(vectors: np.ndarray, distance: float = GAP_DISTANCE) -> list[int]:
+    """Topic labels for unit question vectors: agglomerative clustering (average linkage, cosine
+    distance) cut where groups are ``distance`` apart."""
+    if len(vectors) == 1:
+        return [0]
+    from sklearn.cluster import AgglomerativeClustering
+
+    model = AgglomerativeClustering(n_clusters=None, distance_threshold=distance, metric="cosine", linkage="average")
+    return [int(label) for label in model.fit_predict(vectors)]
+
+
+def report_rows(report: dict) -> list[tuple[str, str, object, str]]:
+    """The report flattened to (section, item, value, detail) rows: ``--csv`` and the terminal view."""
+    rows: list[tuple[str, str, object, str]] = [
+        ("totals", "questions", report["questions"], ""),
+        ("totals", "answered", report["answered"], ""),
+        ("totals", "refused", report["refused"], ""),
+    ]
+    rows += [("per_day", d["day"], d["questions"], f"answered {d['answered']}, refused {d['refused']}") for d in report["per_day"]]
+    rows += [("refused_by_reason", reason, n, "") for reason, n in report["refused_by_reason"].items()]
+    latency = report["latency_ms"]
+    rows += [("latency_ms", p, latency[p], f"over {latency['measured']} answers") for p in ("p50", "p95")]
+    feedback = report["feedback"]
+    rows += [("feedback", "up", feedback["up"], ""), ("feedback", "down", feedback["down"], "")]
+    rows += [("feedback_comment", c["verdict"], c["trace_id"], f"{c['comment']} (on: {c['question']})") for c in feedback["comments"]]
+    pages = report["pages"]
+    rows += [("most_cited", p["title"], p["citations"], p["url"] or p["page"]) for p in pages["most_cited"]]
+    rows += [("never_cited", p["title"], "", p["url"] or p["page"]) for p in pages["never_cited"]]
+    rows.append(("never_cited", "total", pages["never_cited_count"], ""))
+    for group in (report.get("gaps") or {}).get("groups", []):
+        nearest = group["nearest_page"]
+        detail = "; ".join(
+            part
+            for part in (
+                " | ".join(group["examples"]),
+                "reasons: " + ", ".join(f"{r} {n}" for r, n in group["reasons"].items()),
+                "docs never mention: " + ", ".join(group["missing_terms"]) if group["missing_terms"] else "",
+                f"nearest page: {nearest['title']} ({nearest['url'] or nearest['page']})" if nearest else "",
+            )
+            if part
+        )
+        rows.append(("gap", group["examples"][0], group["size"], detail))
+    affected = report["affected_answers"]
+    rows += [
+        ("affected_answer", a["question"], a["trace_id"], ", ".join(f"{c['id']} {c['change']}" for c in a["chunks"]))
+        for a in affected["answers"]
+    ]
+    rows.append(("affected_answer", "total", affected["count"], ""))
+    rows += [("removed_corpus", name, "", "traces of a corpus that no longer exists") for name in report["removed_corpora"]]
+    return rows

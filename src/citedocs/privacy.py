@@ -1,0 +1,75 @@
+"""Opt-in redaction of what users type before a trace stores it (setting ``redact_questions``).
+
+Three kinds of personal or secret data are replaced by a marker: e-mail addresses (``[email]``),
+API keys and tokens (``[token]``: bearer tokens, JWTs, keys with a well-known prefix such as
+``sk-``, ``ghp_``, ``xoxb-``, ``AKIA``, citedocs' own ``cd_``/``cdp_``/``cda_``, and any run of 24 or
+more letters, digits, ``-`` and ``_`` that mixes letters and digits) and long digit runs
+(``[number]``: nine or more digits, spaces or dashes between them allowed: card, phone and account
+numbers; dates and versions are shorter or dotted). Only the stored copy is redacted: the answer
+is computed from, and shown with, the question as asked.
+"""
+
+from __future__ import annotations
+
+import re
+
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_TOKEN = re.compile(
+    "|".join(
+        (
+            r"(?i:\bbearer\s+[\w.~+/=-]+)",
+            r"\beyJ[\w-]+\.[\w-]+\.[\w-]*",  # a JWT: base64url JSON header, payload, signature
+            r"\b(?:sk|pk|rk)-[\w-]{12,}",
+            r"\b(?:ghp|gho|ghs|ghu|github_pat|glpat|xox[abpr]|cd[pa]?)[_-][\w-]{8,}",
+            r"\bAKIA[0-9A-Z]{16}\b",
+            r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{24,}(?![\w-])",
+        )
+    )
+)
+_DIGITS = re.compile(r"(?<![\w.])\d(?:[ -]?\d){8,}(?![\w.])")
+_KINDS = ((_EMAIL, "[email]"), (_TOKEN, "[token]"), (_DIGITS, "[number]"))
+
+
+def redact(text: str) -> str:
+    """``text`` with e-mail addresses, API keys/tokens and long digit runs replaced by markers."""
+    for pattern, marker in _KINDS:
+        text = pattern.sub(marker, text)
+    return text
+
+
+def _secrets(texts: list[str]) -> list[tuple[str, str]]:
+    """(matched text, marker) of everything ``redact`` replaces in these texts."""
+    found = []
+    for text in texts:
+        for pattern, marker in _KINDS:
+            found += [(m.group(0), marker) for m in pattern.finditer(text)]
+            text = pattern.sub(marker, text)
+    return found
+
+
+def redact_trace(payload: dict) -> None:
+    """Redact, in place, every field of a trace that holds the user's own words. The question gate may
+    have quoted a piece of a secret (``jane.doe`` of an address) as a term the docs never mention:
+    such a term is replaced by its secret's marker, in the terms and in the refusal reason."""
+    turns = [t for t in payload.get("history") or () if isinstance(t, dict) and isinstance(t.get("content"), str)]
+    secrets = _secrets([str(payload.get("question") or ""), *(t["content"] for t in turns)])
+
+    def hide(term: str) -> str:
+        return next((marker for secret, marker in secrets if term in secret), redact(term))
+
+    terms = payload.get("missing_terms") or []
+    hidden = [hide(t) for t in terms]
+    # a refusal's reason and text name the terms; an answer's text is the docs' own words
+    quoting = ("refusal_reason", "answer") if payload.get("refused") else ("refusal_reason",)
+    for field in quoting:
+        if isinstance(payload.get(field), str):
+            for term, marker in sorted(zip(terms, hidden), key=lambda pair: -len(pair[0])):
+                payload[field] = payload[field].replace(term, marker)
+    if terms:
+        payload["missing_terms"] = hidden
+    for field in ("question", "rewritten_query", "expansion", *quoting):
+        if isinstance(payload.get(field), str):
+            payload[field] = redact(payload[field])
+    for turn in turns:
+        turn["content"] = redact(turn["content"])
+    payload["redacted"] = True

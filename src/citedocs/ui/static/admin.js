@@ -1,0 +1,402 @@
+// The admin console: insights, traces, corpora, jobs, API keys and the audit log of one tenant.
+// The admin key is asked once and kept in sessionStorage (this tab only). Every piece of server text
+// goes through textContent; the charts are the server's SVG documents, parsed as XML (no script runs).
+
+import { AUTH_ERRORS, apiClient } from "./api.js";
+import { el } from "./render.js";
+
+const KEY = "citedocs.adminKey";
+const api = apiClient({ apiKey: () => sessionStorage.getItem(KEY) });
+const $ = (id) => document.getElementById(id);
+const loaded = new Set();
+let jobTimer = null;
+
+function status(panel, text, kind = "") {
+  const node = $(`${panel}-status`);
+  node.textContent = text;
+  node.className = `status ${kind}`;
+}
+
+function table(columns, rows, caption) {
+  return el(
+    "table",
+    {},
+    el("caption", { class: "visually-hidden" }, caption),
+    el("thead", {}, el("tr", {}, columns.map((c) => el("th", { scope: "col" }, c)))),
+    el("tbody", {}, rows.map((cells) => el("tr", {}, cells.map((c) => el("td", {}, c))))),
+  );
+}
+
+function svgFrom(markup) {
+  const doc = new DOMParser().parseFromString(markup, "image/svg+xml");
+  return document.importNode(doc.documentElement, true);
+}
+
+/** Run a panel's loader; a missing, wrong or revoked key sends the user back to the key form. */
+async function guarded(panel, loader) {
+  try {
+    await loader();
+  } catch (err) {
+    if (err.status === 401 || err.status === 403 || AUTH_ERRORS.has(err.code)) {
+      signOut(err.message);
+      return;
+    }
+    status(panel, err.message, "error");
+  }
+}
+
+// ------------------------------------------------------------------ insights
+async function loadInsights() {
+  const since = $("insights-since").value;
+  const corpus = $("insights-corpus").value;
+  const query = `?since=${encodeURIComponent(since)}${corpus ? `&corpus=${encodeURIComponent(corpus)}` : ""}`;
+  status("insights", "Loading insights…");
+  const [report, charts] = await Promise.all([api.getJSON(`/admin/insights${query}`), api.getJSON(`/admin/insights/charts${query}`)]);
+  const root = $("insights");
+  root.replaceChildren();
+  const latency = report.latency_ms;
+  root.append(
+    el(
+      "dl",
+      { class: "totals" },
+      ...[
+        ["Questions", report.questions],
+        ["Answered", report.answered],
+        ["Refused", report.refused],
+        ["Latency p50", latency.p50 === null ? "–" : `${latency.p50} ms`],
+        ["Latency p95", latency.p95 === null ? "–" : `${latency.p95} ms`],
+        ["Thumbs up", report.feedback.up],
+        ["Thumbs down", report.feedback.down],
+      ].map(([term, value]) => el("div", {}, el("dt", {}, term), el("dd", {}, String(value)))),
+    ),
+  );
+  if (report.message) root.append(el("p", { class: "notice" }, report.message));
+  root.append(
+    el("div", { class: "charts" },
+      el("figure", {}, svgFrom(charts.per_day), el("figcaption", {}, "Questions per day")),
+      el("figure", {}, svgFrom(charts.refusals), el("figcaption", {}, "Refusals by reason"))),
+  );
+  root.append(gapsSection(report.gaps));
+  root.append(
+    el("h2", {}, "Feedback comments"),
+    report.feedback.comments.length
+      ? table(["Verdict", "Comment", "Question", "Trace"],
+        report.feedback.comments.map((c) => [c.verdict, c.comment, c.question, c.trace_id]), "Feedback comments")
+      : el("p", { class: "muted" }, "No comments in this range."),
+  );
+  const pages = report.pages;
+  root.append(
+    el("h2", {}, "Most-cited pages"),
+    pages.most_cited.length
+      ? table(["Page", "Citations"], pages.most_cited.map((p) => [pageLink(p), String(p.citations)]), "Most-cited pages")
+      : el("p", { class: "muted" }, "No answer cited a page in this range."),
+    el("h2", {}, `Pages never cited (${pages.never_cited_count})`),
+    el("ul", { class: "plain" }, pages.never_cited.map((p) => el("li", {}, pageLink(p)))),
+  );
+  const affected = report.affected_answers;
+  root.append(
+    el("h2", {}, `Answers a docs change affected (${affected.count})`),
+    affected.count
+      ? table(["Question", "When", "Cited chunks now"],
+        affected.answers.map((a) => [a.question, a.created_at, a.chunks.map((c) => `${c.id} ${c.change}`).join(", ")]),
+        "Answers a docs change affected")
+      : el("p", { class: "muted" }, "Every cited passage still reads as it did when it was cited."),
+  );
+  if (report.removed_corpora.length) {
+    root.append(el("p", { class: "notice" }, `Traces of corpora that no longer exist: ${report.removed_corpora.join(", ")}`));
+  }
+  status("insights", `Insights for ${report.range.since.slice(0, 10)} to ${report.range.until.slice(0, 10)}.`);
+}
+
+function pageLink(page) {
+  return page.url ? el("a", { href: page.url, rel: "noopener noreferrer", target: "_blank" }, page.title) : el("span", {}, page.title);
+}
+
+function gapsSection(gaps) {
+  const section = el("section", { class: "gaps", "aria-labelledby": "gaps-title" },
+    el("h2", { id: "gaps-title" }, `Docs gaps (${gaps.groups.length} topics from ${gaps.more ? "the newest " : ""}${gaps.considered} questions)`));
+  if (!gaps.groups.length) {
+    section.append(el("p", { class: "muted" }, "No refused or down-voted questions in this range."));
+    return section;
+  }
+  const list = el("ol", { class: "gap-list" });
+  for (const group of gaps.groups) {
+    list.append(
+      el("li", { class: "gap" },
+        el("p", { class: "gap-size" }, `${group.size} question${group.size === 1 ? "" : "s"}`),
+        el("ul", { class: "examples" }, group.examples.map((q) => el("li", {}, q))),
+        el("p", {}, "Why: ", Object.entries(group.reasons).map(([r, n]) => `${r.replace(/_/g, " ")} (${n})`).join(", ")),
+        group.missing_terms.length ? el("p", {}, "The docs never mention: ", el("strong", {}, group.missing_terms.join(", "))) : null,
+        group.nearest_page ? el("p", {}, "Nearest page: ", pageLink(group.nearest_page)) : null),
+    );
+  }
+  section.append(list);
+  return section;
+}
+
+async function loadCorpusChoices() {
+  const body = await api.getJSON("/corpora");
+  const select = $("insights-corpus");
+  select.replaceChildren(el("option", { value: "" }, "every corpus"), ...body.corpora.map((c) => el("option", { value: c.name }, c.name)));
+}
+
+// ------------------------------------------------------------------ traces
+async function loadTraces() {
+  status("traces", "Loading traces…");
+  const body = await api.getJSON("/admin/traces?limit=100");
+  const rows = body.traces.map((t) => [
+    t.created_at.replace("T", " ").slice(0, 19),
+    t.corpus,
+    t.question,
+    t.refused ? `refused: ${t.reason.replace(/_/g, " ")}` : "answered",
+    t.latency_ms === null ? "–" : `${Math.round(t.latency_ms)} ms`,
+    t.feedback.map((f) => (f.verdict === "up" ? "helpful" : "not helpful") + (f.comment ? `: ${f.comment}` : "")).join(" · ") || "–",
+    el("button", { type: "button", class: "link-button", "data-trace": t.trace_id, onclick: () => showTrace(t.trace_id) }, "Details"),
+  ]);
+  $("traces").replaceChildren(
+    rows.length ? table(["When", "Corpus", "Question", "Outcome", "Latency", "Feedback", ""], rows, "Recent traces")
+      : el("p", { class: "muted" }, "No traces yet: questions asked in the chat or through the API appear here."),
+  );
+  status("traces", `${rows.length} newest trace(s).`);
+}
+
+async function showTrace(traceId) {
+  await guarded("traces", async () => {
+    const trace = await api.getJSON(`/admin/traces/${encodeURIComponent(traceId)}`);
+    const detail = $("trace-detail");
+    detail.textContent = JSON.stringify(trace, null, 2);
+    detail.hidden = false;
+    detail.focus();
+  });
+}
+
+// ------------------------------------------------------------------ corpora and jobs (sync routes)
+const SYNC_MISSING = "Sync is not available on this server: it has no /admin/corpora route, so corpora are listed read-only "
+  + "(re-ingest with `citedocs ingest`).";
+const FINISHED = new Set(["succeeded", "failed", "held"]);
+
+const when = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) : "–");
+
+async function loadCorpora() {
+  status("corpora", "Loading corpora…");
+  let body;
+  try {
+    body = await api.getJSON("/admin/corpora");
+  } catch (err) {
+    if (err.status !== 404) throw err;
+    const plain = await api.getJSON("/corpora");
+    $("upload-form").hidden = true;
+    $("corpora").replaceChildren(table(["Corpus", "Version", "Chunks", "Updated"],
+      plain.corpora.map((c) => [c.name, c.version, String(c.chunks), when(c.updated_at)]), "Corpora"));
+    status("corpora", SYNC_MISSING, "notice");
+    return;
+  }
+  $("upload-form").hidden = false;
+  $("corpora").replaceChildren(table(["Corpus", "Source", "Version", "Chunks", "Last sync", "Next sync", ""],
+    body.corpora.map((c) => [
+      c.name,
+      describeSource(c.source),
+      c.version || "–",
+      String(c.chunks),
+      c.last_sync ? `${c.last_sync.status} ${when(c.last_sync.finished_at || c.last_sync.created_at)}` : "never",
+      when(c.next_sync_at),
+      el("button", { type: "button", class: "small", onclick: () => syncNow(c.name) }, `Sync ${c.name} now`),
+    ]), "Corpora"));
+  status("corpora", `${body.corpora.length} corpus/corpora.`);
+}
+
+function describeSource(source) {
+  if (!source || typeof source !== "object") return source ? String(source) : "–";
+  const extra = ["branch", "every"].filter((k) => source[k]).map((k) => `${k} ${source[k]}`);
+  return [source.kind, source.location, ...extra, source.webhook ? "webhook" : ""].filter(Boolean).join(" · ");
+}
+
+function jobStarted(body, what) {
+  const job = body.job;
+  status("corpora", `${what}: job ${job.id} ${job.status}. Follow it in the Jobs tab.`);
+  loaded.delete("jobs");
+}
+
+async function syncNow(name) {
+  await guarded("corpora", async () => jobStarted(await api.postJSON(`/admin/corpora/${encodeURIComponent(name)}/sync`, {}), `Sync of ${name}`));
+}
+
+async function upload(event) {
+  event.preventDefault();
+  const name = $("upload-corpus").value.trim();
+  const file = $("upload-file").files[0];
+  if (!name || !file) {
+    status("corpora", "Name the corpus and choose a .zip or .tar.gz of its docs.", "error");
+    return;
+  }
+  const baseUrl = $("upload-base-url").value.trim();
+  const query = baseUrl ? `?base_url=${encodeURIComponent(baseUrl)}` : "";
+  status("corpora", `Uploading ${file.name}…`);
+  await guarded("corpora", async () => {
+    const body = await api.getJSON(`/admin/corpora/${encodeURIComponent(name)}/archive${query}`, {
+      method: "POST",
+      headers: { "Content-Type": "application/octet-stream", Accept: "application/json" },
+      body: file,
+    });
+    jobStarted(body, `Upload of ${file.name} to ${name}`);
+  });
+}
+
+function progressOf(job) {
+  const p = job.progress || {};
+  const done = FINISHED.has(job.status);
+  const value = done ? 1 : p.total ? p.done / p.total : 0;
+  const label = done ? job.status : p.phase ? `${p.phase} ${p.done}/${p.total}` : job.status;
+  return el("span", { class: "job-progress" },
+    el("progress", { max: "1", value: String(value), "aria-label": `job ${job.id}: ${label}` }), ` ${label}`);
+}
+
+async function loadJobs() {
+  status("jobs", "Loading jobs…");
+  let body;
+  try {
+    body = await api.getJSON("/admin/jobs");
+  } catch (err) {
+    if (err.status !== 404) throw err;
+    $("jobs").replaceChildren();
+    status("jobs", "Jobs are not available on this server: it has no /admin/jobs route (sync is not installed).", "notice");
+    return;
+  }
+  const jobs = body.jobs;
+  $("jobs").replaceChildren(
+    jobs.length ? table(["Job", "Corpus", "Trigger", "Status", "Progress", "Started", "Finished", "Report"], jobs.map((j) => [
+      j.id, j.corpus, j.trigger, j.status, progressOf(j), when(j.started_at || j.created_at), when(j.finished_at),
+      j.report || j.error
+        ? el("details", {}, el("summary", {}, j.status === "held" ? "held by the release gate: figures" : "report"),
+          el("pre", { class: "detail" }, j.error ? j.error : JSON.stringify(j.report, null, 2)))
+        : "–",
+    ]), "Sync jobs") : el("p", { class: "muted" }, "No jobs yet: Sync now, an upload, a webhook or a schedule starts one."),
+  );
+  status("jobs", `${jobs.length} job(s)${jobs.some((j) => !FINISHED.has(j.status)) ? ", some still running: this list refreshes itself" : ""}.`);
+  clearTimeout(jobTimer);
+  if (jobs.some((j) => !FINISHED.has(j.status)) && !$("panel-jobs").hidden) jobTimer = setTimeout(() => guarded("jobs", loadJobs), 1000);
+}
+
+// ------------------------------------------------------------------ keys and audit
+async function loadKeys() {
+  status("keys", "Loading keys…");
+  const body = await api.getJSON("/admin/keys");
+  $("keys").replaceChildren(table(["Key id", "Name", "Kind", "Origins", "Created", "Revoked", ""], body.keys.map((k) => [
+    k.key_id, k.name || "–", k.scope, k.origins.join(" ") || "–", k.created_at, k.revoked_at || "–",
+    k.revoked_at ? "" : el("button", { type: "button", class: "small danger", onclick: () => revoke(k.key_id) }, `Revoke ${k.key_id}`),
+  ]), "API keys"));
+  status("keys", `${body.keys.length} key(s) of this tenant.`);
+}
+
+async function createKey(event) {
+  event.preventDefault();
+  await guarded("keys", async () => {
+    const origins = $("key-origins").value.split(/\s+/).filter(Boolean);
+    const body = await api.postJSON("/admin/keys", { name: $("key-name").value, scope: $("key-scope").value, origins });
+    const box = $("new-secret");
+    box.replaceChildren(
+      el("p", {}, `Created ${body.key.scope} key ${body.key.key_id}. Copy its secret now; it is not shown again:`),
+      el("code", { class: "secret-value" }, body.secret),
+    );
+    box.hidden = false;
+    await loadKeys();
+    status("keys", `Created ${body.key.key_id}.`);
+  });
+}
+
+async function revoke(keyId) {
+  await guarded("keys", async () => {
+    await api.postJSON(`/admin/keys/${encodeURIComponent(keyId)}/revoke`, {});
+    await loadKeys();
+    status("keys", `Revoked ${keyId}.`);
+  });
+}
+
+async function loadAudit() {
+  status("audit", "Loading the audit log…");
+  const body = await api.getJSON("/admin/audit?limit=200");
+  $("audit").replaceChildren(table(["When", "Key", "Action", "Target", "Outcome", "Detail"],
+    body.actions.map((a) => [a.at, a.key_id, a.action, a.target, a.outcome, a.detail || ""]), "Audit log"));
+  status("audit", `${body.actions.length} entr${body.actions.length === 1 ? "y" : "ies"}.`);
+}
+
+// ------------------------------------------------------------------ tabs, sign-in
+const LOADERS = { insights: loadInsights, traces: loadTraces, corpora: loadCorpora, jobs: loadJobs, keys: loadKeys, audit: loadAudit };
+
+function tabs() {
+  return [...document.querySelectorAll('[role="tab"]')];
+}
+
+function select(tab, focus = false) {
+  for (const other of tabs()) {
+    const chosen = other === tab;
+    other.setAttribute("aria-selected", String(chosen));
+    other.tabIndex = chosen ? 0 : -1;
+    $(other.getAttribute("aria-controls")).hidden = !chosen;
+  }
+  if (focus) tab.focus();
+  const name = tab.id.replace("tab-", "");
+  if (!loaded.has(name) || ["traces", "corpora", "jobs"].includes(name)) {  // these change while the console is open
+    loaded.add(name);
+    guarded(name, LOADERS[name]);
+  }
+}
+
+function onTabKey(event) {
+  const all = tabs();
+  const at = all.indexOf(event.target);
+  const next = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: all.length - 1 }[event.key];
+  if (next === undefined) return;
+  event.preventDefault();
+  select(all[(next + all.length) % all.length], true);
+}
+
+function signOut(message = "") {
+  sessionStorage.removeItem(KEY);
+  loaded.clear();
+  $("console").hidden = true;
+  $("sign-out").hidden = true;
+  $("sign-in").hidden = false;
+  $("sign-in-error").textContent = message;
+  $("admin-key").focus();
+}
+
+async function open() {
+  $("sign-in").hidden = true;
+  $("console").hidden = false;
+  $("sign-out").hidden = false;
+  await guarded("insights", async () => {
+    await loadCorpusChoices();
+    select($("tab-insights"));
+  });
+}
+
+function start() {
+  $("sign-in").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const key = $("admin-key").value.trim();
+    if (!key) {
+      $("sign-in-error").textContent = "Enter the admin key (it starts with cda_).";
+      return;
+    }
+    sessionStorage.setItem(KEY, key);
+    $("admin-key").value = "";
+    open();
+  });
+  $("sign-out").addEventListener("click", () => signOut());
+  $("insights-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    guarded("insights", loadInsights);
+  });
+  $("key-form").addEventListener("submit", createKey);
+  $("upload-form").addEventListener("submit", upload);
+  for (const tab of tabs()) {
+    tab.addEventListener("click", () => select(tab));
+    tab.addEventListener("keydown", onTabKey);
+  }
+  if (sessionStorage.getItem(KEY)) open();
+  else signOut();
+  window.citedocsAdmin = { ready: true };
+}
+
+start();

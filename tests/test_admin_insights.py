@@ -1,0 +1,166 @@
+"""The insights and console routes over HTTP on a real `citedocs serve`: only an admin key opens
+them, an admin sees only its own tenant's questions, traces and keys, and bad input gets a clear
+answer, never a 500."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import httpx
+import pytest
+
+from citedocs.api.middleware import CHAT_PAGE_POLICY
+from citedocs.service import Services
+
+from conftest import ASTRO_BASE_URL, copy_astro_pages, running_server
+
+ACME_QUESTION = "How do I deploy my Astro site to Heroku?"
+ACME_GAP = "How do I configure Kubernetes autoscaling for my Astro pods?"
+GLOBEX_QUESTION = "What should I do when Astro cannot find Sharp?"
+SITE = "https://docs.example.com"
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    home = tmp_path_factory.mktemp("admin-insights")
+    services = Services.open(home / "citedocs.sqlite3")
+    services.ingest(copy_astro_pages(home / "acme", ("guides/deploy/heroku.mdx",)), "acme-docs", ASTRO_BASE_URL, tenant="acme")
+    services.ingest(copy_astro_pages(home / "globex", ("reference/errors/missing-sharp.mdx",)), "globex-docs", ASTRO_BASE_URL, tenant="globex")
+    services.store.close()
+    (home / "config.toml").write_text('backend = "extractive"\ncorpus = "acme-docs"\n')
+    return home
+
+
+@pytest.fixture(scope="module")
+def keys(home) -> dict[str, str]:
+    services = Services.open(home / "citedocs.sqlite3")
+    try:
+        return {
+            "acme": services.create_key("acme", "acme ops", admin=True)[1],
+            "globex": services.create_key("globex", "globex ops", admin=True)[1],
+            "full": services.create_key("acme", "backend")[1],
+            "publishable": services.create_key("acme", "widget", publishable=True, origins=[SITE])[1],
+        }
+    finally:
+        services.store.close()
+
+
+@pytest.fixture(scope="module")
+def server(home, keys):
+    with running_server(home, CITEDOCS_DATABASE_URL="") as (base, _):
+        traces = {}
+        for question, corpus in ((ACME_QUESTION, "acme-docs"), (ACME_GAP, "acme-docs"), (GLOBEX_QUESTION, "globex-docs")):
+            response = httpx.post(f"{base}/ask", json={"question": question, "corpus": corpus}, timeout=120)
+            traces[question] = response.json()["trace_id"]
+        httpx.post(f"{base}/traces/{traces[ACME_QUESTION]}/feedback", json={"verdict": "down", "comment": "outdated"}).raise_for_status()
+        yield base, traces
+
+
+def admin(keys, who: str = "acme") -> dict[str, str]:
+    return {"Authorization": f"Bearer {keys[who]}"}
+
+
+ROUTES = ("/admin/insights", "/admin/insights/charts", "/admin/traces", "/admin/keys")
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_console_routes_refuse_no_key_and_a_wrong_key(server, route):
+    base, _ = server
+    assert httpx.get(base + route).json()["error"] == "missing_api_key"
+    wrong = httpx.get(base + route, headers={"Authorization": "Bearer cda_not-a-real-key"})
+    assert wrong.status_code == 401 and wrong.json()["error"] == "invalid_api_key"
+
+
+@pytest.mark.parametrize("kind", ["full", "publishable"])
+def test_a_full_or_publishable_key_cannot_read_insights(server, keys, kind):
+    base, _ = server
+    response = httpx.get(f"{base}/admin/insights", headers={**admin(keys, kind), "Origin": SITE})
+    assert response.status_code == 403 and response.json()["error"] == "admin_key_required"
+
+
+def test_an_admin_sees_its_own_tenants_questions_and_gaps_only(server, keys):
+    base, traces = server
+    acme = httpx.get(f"{base}/admin/insights", headers=admin(keys), timeout=60).json()
+    assert acme["questions"] == 2 and acme["feedback"]["down"] == 1
+    examples = [q for g in acme["gaps"]["groups"] for q in g["examples"]]
+    assert ACME_GAP in examples and ACME_QUESTION in examples  # refused, and down-voted
+    assert GLOBEX_QUESTION not in str(acme) and "globex-docs" not in str(acme)
+    globex = httpx.get(f"{base}/admin/insights", headers=admin(keys, "globex"), timeout=60).json()
+    assert globex["questions"] == 1 and ACME_QUESTION not in str(globex)
+
+
+def test_another_tenants_corpus_reveals_nothing(server, keys):
+    base, _ = server
+    report = httpx.get(f"{base}/admin/insights", params={"corpus": "globex-docs"}, headers=admin(keys), timeout=60).json()
+    assert report["questions"] == 0 and report["pages"] == {"most_cited": [], "never_cited": [], "never_cited_count": 0}
+    assert GLOBEX_QUESTION not in str(report)
+
+
+def test_an_empty_range_answers_with_a_message_not_an_error(server, keys):
+    base, _ = server
+    response = httpx.get(f"{base}/admin/insights", params={"since": "2020-01-01", "until": "2020-01-02"}, headers=admin(keys))
+    assert response.status_code == 200
+    assert response.json()["questions"] == 0 and "no questions were asked" in response.json()["message"]
+
+
+@pytest.mark.parametrize(("params", "error"), [({"since": "yesterday-ish"}, "invalid_range"), ({"corpus": "../etc"}, "invalid_name")])
+def test_bad_insights_parameters_get_a_422_that_says_what_to_write(server, keys, params, error):
+    base, _ = server
+    response = httpx.get(f"{base}/admin/insights", params=params, headers=admin(keys))
+    assert response.status_code == 422 and response.json()["error"] == error
+    assert "7d" in response.json()["detail"] or "letters, digits" in response.json()["detail"]
+
+
+def test_charts_are_svg_without_script_or_style(server, keys):
+    base, _ = server
+    charts = httpx.get(f"{base}/admin/insights/charts", headers=admin(keys), timeout=60).json()
+    for svg in charts.values():
+        root = ET.fromstring(svg)
+        assert root.tag.endswith("svg") and root.get("role") == "img" and root.get("aria-label")
+        assert not [e for e in root.iter() if e.tag.endswith(("script", "style", "foreignObject")) or "style" in e.attrib]
+    assert "2 in 1 day(s)" in ET.fromstring(charts["per_day"]).get("aria-label")
+
+
+def test_traces_list_their_feedback_and_another_tenants_trace_is_unknown(server, keys):
+    base, traces = server
+    listed = httpx.get(f"{base}/admin/traces", headers=admin(keys)).json()["traces"]
+    assert [t["question"] for t in listed] == [ACME_GAP, ACME_QUESTION]
+    assert listed[1]["feedback"][0]["comment"] == "outdated" and listed[0]["refused"] is True
+    own = httpx.get(f"{base}/admin/traces/{traces[ACME_QUESTION]}", headers=admin(keys))
+    assert own.status_code == 200 and own.json()["question"] == ACME_QUESTION
+    other = httpx.get(f"{base}/admin/traces/{traces[GLOBEX_QUESTION]}", headers=admin(keys))
+    assert other.status_code == 404 and other.json()["error"] == "unknown_trace"
+
+
+def test_an_admin_creates_lists_and_revokes_its_tenants_keys_and_each_is_audited(server, keys):
+    base, _ = server
+    made = httpx.post(f"{base}/admin/keys", json={"name": "ci", "scope": "full"}, headers=admin(keys))
+    assert made.status_code == 201 and made.json()["secret"].startswith("cd_")
+    key_id = made.json()["key"]["key_id"]
+    assert httpx.get(f"{base}/corpora", headers={"Authorization": f"Bearer {made.json()['secret']}"}).status_code == 200
+    listed = httpx.get(f"{base}/admin/keys", headers=admin(keys)).json()["keys"]
+    assert key_id in [k["key_id"] for k in listed] and {k["tenant"] for k in listed} == {"acme"}
+    assert all("secret" not in k and "secret_sha256" not in k for k in listed)
+    globex_keys = httpx.get(f"{base}/admin/keys", headers=admin(keys, "globex")).json()["keys"]
+    assert key_id not in [k["key_id"] for k in globex_keys]
+    stolen = httpx.post(f"{base}/admin/keys/{key_id}/revoke", headers=admin(keys, "globex"))
+    assert stolen.status_code == 404 and stolen.json()["error"] == "unknown_key"
+    revoked = httpx.post(f"{base}/admin/keys/{key_id}/revoke", headers=admin(keys))
+    assert revoked.status_code == 200 and revoked.json()["key"]["revoked_at"]
+    audit = httpx.get(f"{base}/admin/audit", headers=admin(keys)).json()["actions"]
+    assert [(a["action"], a["target"], a["outcome"]) for a in audit[:2]] == [("key.revoke", key_id, "ok"), ("key.create", key_id, "ok")]
+    globex_audit = httpx.get(f"{base}/admin/audit", headers=admin(keys, "globex")).json()["actions"]
+    assert [(a["action"], a["outcome"]) for a in globex_audit] == [("key.revoke", "unknown_key")]
+
+
+def test_a_publishable_key_without_origins_is_refused_and_audited(server, keys):
+    base, _ = server
+    response = httpx.post(f"{base}/admin/keys", json={"name": "widget", "scope": "publishable"}, headers=admin(keys))
+    assert response.status_code == 422 and "--origin" in response.json()["detail"]
+
+
+def test_the_console_page_has_the_chat_pages_policy(server):
+    base, _ = server
+    page = httpx.get(f"{base}/admin")
+    assert page.status_code == 200 and page.headers["content-security-policy"] == CHAT_PAGE_POLICY
+    assert "<script type=\"module\" src=\"/static/admin.js\">" in page.text and "style=" not in page.text
