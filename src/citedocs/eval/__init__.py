@@ -2,6 +2,6 @@
 (``metrics``, ``llm_judge``, ``retrieval``), reported (``report``), gated; ``calibrate`` sets the
 refusal threshold from labelled cases.
 
-Layer: beside ``api``, under only ``cli``. May import ``service`` and anything below it; nothing
-in the product imports it.
+Layer: under ``cli``, ``api`` and ``sync`` (whose release gate runs an eval on a new docs version).
+May import ``service`` and anything below it.
 """
