@@ -11,6 +11,7 @@ server's routes, and run every Python example against a real `citedocs serve`. T
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -257,15 +258,29 @@ EXPECTED = {
     "ask.py": ["https://docs.astro.build/en/guides/deploy/heroku/", "True ", "final: False"],
     "openai_chat.py": [f"['{SMALL_CORPUS}']", "static.json", "False ['guides/deploy/heroku#"],
     "mcp_client.py": ["['search_docs', 'ask_docs']", "https://docs.astro.build/en/guides/deploy/heroku/", "True "],
+    "sign_webhook.py": ["202 {", "'status': 'queued'"],  # a correct signature queues a sync job
 }
 
 
+@pytest.fixture(scope="module")
+def webhook_secret(small_home: Path) -> str:
+    """The small corpus's webhook secret, made the way the docs say (`citedocs sources webhook-secret`)."""
+    made = subprocess.run(
+        [sys.executable, "-m", "citedocs.cli", "sources", "webhook-secret", SMALL_CORPUS],
+        env={**os.environ, "CITEDOCS_HOME": str(small_home), "CITEDOCS_DATABASE_URL": ""},
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    return made.stdout.strip()
+
+
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_the_python_examples_run_against_a_real_server(name, integration_server):
+def test_the_python_examples_run_against_a_real_server(name, integration_server, webhook_secret):
     example = DOCS_SRC / "python" / name
     result = subprocess.run(
-        [sys.executable, str(example), integration_server.base, SMALL_CORPUS], capture_output=True, text=True, timeout=600
-    )
+        [sys.executable, str(example), integration_server.base, SMALL_CORPUS],
+        env={**os.environ, "WEBHOOK_SECRET": webhook_secret}, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     for expected in EXPECTED[name]:
         assert expected in result.stdout, f"{name} printed:\n{result.stdout}"

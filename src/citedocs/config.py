@@ -248,6 +248,8 @@ ENV_ONLY: dict[str, str] = {
     "CITEDOCS_ASTRO_DOCS": "where `citedocs demo` finds the Astro docs (default: ../shared/corpora/astro-docs/docs)",
     "CITEDOCS_WIDGET_SERVER": "read by `mkdocs build` of citedocs's own docs: the server whose widget every page loads "
     "(default http://127.0.0.1:8000, where `make demo-self` runs it; empty: no widget)",
+    "CITEDOCS_FAULT_PAUSE_IN_WRITE": "fault injection for crash tests only: seconds an index write pauses half-way, so a test can kill it",
+    "CITEDOCS_FAULT_PAUSE_IN_EMBED": "fault injection for crash tests and the sync benchmark only: seconds a sync pauses after each embedded group",
 }
 
 
