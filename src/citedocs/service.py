@@ -374,7 +374,7 @@ class Services:
         ``removed_corpora``); another tenant's traces are never read."""
         if corpus is not None:
             check_name("corpus", corpus)
-        scope = InsightsRange(tenant, corpus, parse_since(since), parse_since(until) if until else None)
+        scope = InsightsRange(tenant, corpus, parse_since(since), parse_since(until, "until") if until else None)
         report = Insights(self.store, self.corpora(tenant), self.question_vectors.encode, config.setting("insights_gap_limit"))
         return report.report(scope, gaps)
 
