@@ -169,3 +169,28 @@ def test_with_an_otlp_endpoint_the_cli_exports_its_spans(small_home, tmp_path):
     exported = b"".join(bodies)  # OTLP protobuf: attribute strings travel as UTF-8
     for expected in (trace_id, "citedocs.ask.retrieve", "citedocs.ask.question_gate", "docs-assistant"):
         assert expected.encode() in exported
+
+
+def test_a_sync_job_is_a_span_carrying_its_job_id_with_the_ingest_steps_below_it(spans, tmp_path):
+    from citedocs.sync.service import Syncs
+    from citedocs.sync.worker import JobRunner
+
+    services = Services.open(tmp_path / "sync.sqlite3")
+    try:
+        docs = copy_astro_pages(tmp_path / "sync-docs", ("guides/deploy/heroku.mdx",))
+        services.ingest(docs, "synced", ASTRO_BASE_URL)
+        syncs = Syncs(services)
+        syncs.remember_ingested("synced", "folder", str(docs), "default", {"base_url": ASTRO_BASE_URL})
+        (docs / "guides/zebra.mdx").write_text("---\ntitle: Zebra\n---\n\n## Zebra crossing\n\nA striped crossing.\n")
+        spans.clear()
+        job, _ = syncs.start("synced", "cli", queue=False)
+        JobRunner(syncs, job.worker).run(job)
+    finally:
+        services.store.close()
+    finished = spans.get_finished_spans()
+    [sync] = [s for s in finished if s.name == "citedocs.job" and s.attributes["citedocs.job_kind"] == "sync"]
+    assert sync.attributes["citedocs.job_id"] == job.id and sync.attributes["citedocs.corpus"] == "synced"
+    [ingest] = [s for s in finished if s.parent and s.parent.span_id == sync.context.span_id]
+    assert ingest.attributes["citedocs.job_kind"] == "ingest"
+    steps = [s.name for s in finished if s.parent and s.parent.span_id == ingest.context.span_id]
+    assert "citedocs.job.parse" in steps

@@ -33,7 +33,6 @@ import numpy as np
 from .index.store import CorpusInfo, Store, TraceFilter, TraceRow
 
 GAP_DISTANCE = 0.5  # cosine distance at which two groups of questions stop merging (MiniLM vectors)
-NOT_A_GAP = frozenset({"backend_error"})  # the answer backend failed: nothing the docs lack
 TOP_PAGES = 10
 LISTED = 20  # never-cited pages, comments and affected answers listed (their counts are complete)
 _MISSING = re.compile(r"the docs don't mention (.+?)\.?$")
@@ -44,18 +43,18 @@ class InvalidRange(ValueError):
     pass
 
 
-def parse_since(value: str, now: datetime | None = None) -> datetime:
-    """``7d``, ``24h``, ``2w`` (before now) or an ISO date/time (UTC unless it says otherwise)."""
-    now = now or datetime.now(timezone.utc)
+def parse_since(value: str, name: str = "since") -> datetime:
+    """``7d``, ``24h``, ``2w`` (before now) or an ISO date/time (UTC unless it says otherwise);
+    ``name`` (since, until) is what an error calls it."""
     match = _SINCE.match(value.strip())
     if match:
         amount, unit = int(match.group(1)), match.group(2)
-        return now - timedelta(**{{"d": "days", "h": "hours", "w": "weeks"}[unit]: amount})
+        return datetime.now(timezone.utc) - timedelta(**{{"d": "days", "h": "hours", "w": "weeks"}[unit]: amount})
     try:
         moment = datetime.fromisoformat(value.strip())
     except ValueError:
         raise InvalidRange(
-            f"--since {value!r} is neither a duration (7d, 24h, 2w) nor an ISO date (2026-11-01); use one of those"
+            f"{name} {value!r} is neither a duration (7d, 24h, 2w) nor an ISO date (2026-11-01); use one of those"
         ) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 

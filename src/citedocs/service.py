@@ -395,8 +395,10 @@ class Services:
         ``removed_corpora``); another tenant's traces are never read."""
         if corpus is not None:
             check_name("corpus", corpus)
-        scope = InsightsRange(tenant, corpus, parse_since(since), parse_since(until) if until else None)
-        report = Insights(self.store, self.corpora(tenant), self.question_vectors.encode, config.setting("insights_gap_limit"))
+        scope = InsightsRange(tenant, corpus, parse_since(since), parse_since(until, "until") if until else None)
+        # the model loads only if a trace without a kept vector (an older citedocs wrote it) is grouped
+        encode = lambda texts: self.question_vectors.encode(texts)  # noqa: E731
+        report = Insights(self.store, self.corpora(tenant), encode, config.setting("insights_gap_limit"))
         return report.report(scope, gaps)
 
     def recent_traces(self, tenant: str | None, corpus: str | None = None, limit: int = 50) -> list[dict]:

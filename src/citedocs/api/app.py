@@ -127,7 +127,7 @@ def create_app(services: Services | None = None) -> FastAPI:
 
     @app.exception_handler(InvalidRange)
     async def invalid_range(_: Request, exc: InvalidRange) -> JSONResponse:
-        return _error(422, "invalid_range", str(exc).replace("--since", "since"))
+        return _error(422, "invalid_range", str(exc))
 
     @app.exception_handler(InvalidName)
     async def invalid_name(_: Request, exc: InvalidName) -> JSONResponse:

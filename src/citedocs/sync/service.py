@@ -16,7 +16,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from .. import config
+from .. import config, telemetry
 from ..index.store import CorpusOwnedByOtherTenant, CorpusSource, SyncJob
 from ..ingest.crawl import CrawlSettings, crawl_scope
 from ..ingest.admission import remembered_policy
@@ -208,7 +208,12 @@ class Syncs:
     # the work of one job -----------------------------------------------------------------------
     def execute(self, job: SyncJob, progress: ProgressFn | None = None) -> tuple[str, dict]:
         """Read the source again and ingest it; the final status and the job's report. Raises on a
-        source, archive or ingest error (the live version is untouched: nothing was committed)."""
+        source, archive or ingest error (the live version is untouched: nothing was committed).
+        One ``citedocs.job`` span (telemetry.py) carrying the job id; the ingest's steps are its children."""
+        with telemetry.job("sync", job.id, **{"citedocs.corpus": job.corpus, "citedocs.trigger": job.trigger}):
+            return self._execute(job, progress)
+
+    def _execute(self, job: SyncJob, progress: ProgressFn | None) -> tuple[str, dict]:
         source = self.source(job.corpus)
         before = self.store.get_corpus(job.corpus)
         options = source.options
