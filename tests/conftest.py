@@ -99,32 +99,50 @@ def postgres_server() -> Iterator[str]:
         _require_working_pgvector(given)
         yield given
         return
-    with throwaway_postgres() as url:
-        _require_working_pgvector(url)
-        yield url
+    with throwaway_postgres() as server:
+        _require_working_pgvector(server.url)
+        yield server.url
+
+
+@dataclass
+class LocalPostgres:
+    """A throwaway PostgreSQL server of scripts/local_postgres.py that a test may stop and start again."""
+
+    data: Path
+    port: int
+    fast: bool = True
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def start(self) -> None:
+        started = subprocess.run(
+            [*LOCAL_POSTGRES, "start", str(self.data), "--port", str(self.port), *(["--fast"] if self.fast else [])],
+            capture_output=True, text=True,
+        )
+        if started.returncode != 0:
+            pytest.fail(f"the test PostgreSQL server did not start: {started.stderr.strip()[-1500:]}")
+
+    def stop(self) -> None:
+        subprocess.run([*LOCAL_POSTGRES, "stop", str(self.data)], check=False, capture_output=True)
 
 
 @contextmanager
-def throwaway_postgres(fast: bool = True) -> Iterator[str]:
+def throwaway_postgres(fast: bool = True) -> Iterator[LocalPostgres]:
     """A PostgreSQL server of its own on a free loopback port (scripts/local_postgres.py: Debian's
     PostgreSQL 15 with the portable pgvector build), stopped and deleted after; fails, never skips,
     when it cannot start."""
     from fake_llm import free_port
 
     # Not under pytest's tmp dirs: those are 0700 and, as root, the server runs as another user.
-    data = Path(tempfile.mkdtemp(prefix="citedocs-test-pg-")) / "data"
-    started = subprocess.run(
-        [*LOCAL_POSTGRES, "start", str(data), "--port", str(free_port()), *(["--fast"] if fast else [])],
-        capture_output=True, text=True,
-    )
-    if started.returncode != 0:
-        shutil.rmtree(data.parent, ignore_errors=True)
-        pytest.fail(f"the test PostgreSQL server did not start: {started.stderr.strip()[-1500:]}")
+    server = LocalPostgres(Path(tempfile.mkdtemp(prefix="citedocs-test-pg-")) / "data", free_port(), fast)
     try:
-        yield started.stdout.strip()
+        server.start()
+        yield server
     finally:
-        subprocess.run([*LOCAL_POSTGRES, "stop", str(data)], check=False, capture_output=True)
-        shutil.rmtree(data.parent, ignore_errors=True)
+        server.stop()
+        shutil.rmtree(server.data.parent, ignore_errors=True)
 
 
 LOCAL_POSTGRES = [sys.executable, str(ROOT / "scripts" / "local_postgres.py")]

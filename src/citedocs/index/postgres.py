@@ -16,6 +16,14 @@
   filter uses pgvector's iterative index scan so a filtered query still returns ``limit`` rows.
 - Every ingest is one transaction under a per-corpus advisory lock, so a killed ingest leaves the
   previous index as it was and two concurrent ingests of one corpus cannot interleave.
+- Several server processes on one database act as one service: each request reads the corpus row,
+  so a new corpus version is served by every process from its next request on (the first one
+  rebuilds that process's BM25 index); traces, feedback and keys are rows here; and the rate limit
+  is a token bucket per caller in ``rate_buckets``, updated in one atomic statement on the
+  database's clock (``take_rate_token``), so N processes admit the configured rate, not N times it.
+- A lost database (restart, network) fails the requests that need it with ``StoreUnavailable``
+  after at most ``_CONNECT_WAIT_S`` (HTTP 503 ``store_unavailable``); pooled connections are checked
+  before use, so service resumes by itself once the server is back.
 """
 
 from __future__ import annotations
@@ -26,12 +34,15 @@ import threading
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
+import itertools
+from contextlib import contextmanager
+
 import numpy as np
 import psycopg
 import snowballstemmer
 from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..text import search_terms
 from ..types import Chunk, ChunkId
@@ -121,6 +132,13 @@ CREATE TABLE IF NOT EXISTS api_keys (
     scope TEXT NOT NULL DEFAULT 'full',
     origins TEXT NOT NULL DEFAULT ''
 );
+-- one token bucket per caller, shared by every server process on this database
+CREATE TABLE IF NOT EXISTS rate_buckets (
+    identity TEXT PRIMARY KEY,
+    tokens DOUBLE PRECISION NOT NULL,
+    granted BOOLEAN NOT NULL,
+    updated_at TIMESTAMPTZ NOT NULL
+);
 -- added after the first release, for databases created before
 ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS scope TEXT NOT NULL DEFAULT 'full';
 ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS origins TEXT NOT NULL DEFAULT '';
@@ -128,6 +146,23 @@ ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS origins TEXT NOT NULL DEFAULT '';
 
 # Session-level advisory lock key under which processes starting at once create the schema.
 _SCHEMA_LOCK = 0x636974_65646F63  # "citedoc"
+
+# Longest a request waits for a database connection before failing with StoreUnavailable (503).
+_CONNECT_WAIT_S = 3.0
+# Token bucket refill and spend in one statement, on the database's clock (the same for every
+# process, whatever the machines' clocks say); ``granted`` tells whether this call got a token.
+_TAKE_TOKEN = """
+INSERT INTO rate_buckets AS b (identity, tokens, granted, updated_at)
+VALUES (%(identity)s, %(burst)s - 1, true, now())
+ON CONFLICT (identity) DO UPDATE SET
+    granted = least(%(burst)s, b.tokens + extract(epoch FROM now() - b.updated_at) * %(rate)s) >= 1,
+    tokens = least(%(burst)s, b.tokens + extract(epoch FROM now() - b.updated_at) * %(rate)s)
+             - CASE WHEN least(%(burst)s, b.tokens + extract(epoch FROM now() - b.updated_at) * %(rate)s) >= 1
+                    THEN 1 ELSE 0 END,
+    updated_at = now()
+RETURNING granted, tokens
+"""
+_FORGET_BUCKETS_EVERY = 1000  # takes between deletions of buckets idle long enough to be full again
 
 _EF_SEARCH_FLOOR = 100  # HNSW candidate list; raised to 2x the requested rows when that is larger
 
@@ -201,22 +236,48 @@ class PostgresStore:
             max_size=max_connections,
             kwargs={"row_factory": dict_row},
             configure=register_vector,
+            check=ConnectionPool.check_connection,  # a connection broken by a server restart is replaced, not used
+            timeout=_CONNECT_WAIT_S,
             open=True,
             name="citedocs",
         )
+        self._takes = itertools.count(1)
         self._bm25: dict[str, tuple[tuple[str, str], BM25Index]] = {}  # corpus -> ((version, pipeline), index)
         self._bm25_build = threading.Lock()
 
     def close(self) -> None:
         self._pool.close()
 
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection; a database that is down or went away mid-request is StoreUnavailable."""
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            raise StoreUnavailable(
+                f"PostgreSQL at {redacted(self.url)} is unreachable ({str(exc).strip() or type(exc).__name__}); "
+                "retry shortly: service resumes by itself when the database is back"
+            ) from exc
+
     def _read(self, sql: str, params: tuple | dict = ()) -> list[dict]:
-        with self._pool.connection() as conn:
+        with self._connection() as conn:
             return conn.execute(sql, params).fetchall()
 
     def _write(self, sql: str, params: tuple = ()) -> None:
-        with self._pool.connection() as conn:
+        with self._connection() as conn:
             conn.execute(sql, params)
+
+    # shared rate limit ---------------------------------------------------------------------
+    def take_rate_token(self, identity: str, per_minute: int) -> float:
+        """Spend one of ``identity``'s tokens (burst ``per_minute``, refilled evenly): 0.0 when granted,
+        else the seconds until the next token. Every process on this database shares the bucket."""
+        rate = per_minute / 60.0
+        with self._connection() as conn:
+            row = conn.execute(_TAKE_TOKEN, {"identity": identity, "burst": float(per_minute), "rate": rate}).fetchone()
+            if next(self._takes) % _FORGET_BUCKETS_EVERY == 0:  # a full bucket is what a new caller gets anyway
+                conn.execute("DELETE FROM rate_buckets WHERE updated_at < now() - interval '60 seconds'")
+        return 0.0 if row["granted"] else (1.0 - row["tokens"]) / rate
 
     # corpora and documents -------------------------------------------------------------
     def list_corpora(self, tenant: str | None = None) -> list[CorpusInfo]:
@@ -240,7 +301,7 @@ class PostgresStore:
     def apply_ingest(self, changes: IngestChanges) -> None:
         info = changes.corpus
         corpus = info.name
-        with self._pool.connection() as conn, conn.transaction():
+        with self._connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"citedocs-corpus:{corpus}",))
             owner = conn.execute("SELECT tenant FROM corpora WHERE name = %s", (corpus,)).fetchone()
             if owner and owner["tenant"] != info.tenant:
@@ -359,7 +420,7 @@ class PostgresStore:
         cached = self._bm25.get(corpus)
         if cached and cached[0] == key:
             return cached[1]
-        with self._bm25_build, self._pool.connection() as conn, conn.transaction():
+        with self._bm25_build, self._connection() as conn, conn.transaction():
             # one snapshot: the postings and the version they are cached under agree
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             key = self._corpus_key(lambda sql, params: conn.execute(sql, params).fetchall(), corpus)
@@ -411,7 +472,7 @@ class PostgresStore:
         if limit <= 0:
             return []
         dim = int(len(query_vector))
-        with self._pool.connection() as conn:
+        with self._connection() as conn:
             conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(_EF_SEARCH_FLOOR, 2 * limit))}")
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             rows = conn.execute(
@@ -433,7 +494,7 @@ class PostgresStore:
         return {ChunkId(r["id"]): PackedTokens(bytes(r["token_vectors"]), r["n_tokens"]) for r in rows}
 
     def export_chunks(self, corpus: str) -> Iterator[tuple[Chunk, ChunkVectors]]:
-        with self._pool.connection() as conn, conn.cursor(name="citedocs_export") as cursor:
+        with self._connection() as conn, conn.cursor(name="citedocs_export") as cursor:
             cursor.execute(
                 f"SELECT {_CHUNK_COLUMNS}, embedding, n_tokens, token_vectors FROM chunks WHERE corpus = %s ORDER BY rid",
                 (corpus,),
@@ -452,7 +513,7 @@ class PostgresStore:
         )
 
     def get_trace(self, trace_id: str, tenant: str | None = None) -> dict | None:
-        with self._pool.connection() as conn:
+        with self._connection() as conn:
             row = conn.execute(
                 "SELECT payload FROM traces WHERE trace_id = %s AND (%s::text IS NULL OR tenant = %s)",
                 (trace_id, tenant, tenant),
@@ -473,7 +534,7 @@ class PostgresStore:
         )
 
     def prune_traces(self, created_before: str) -> int:
-        with self._pool.connection() as conn, conn.transaction():
+        with self._connection() as conn, conn.transaction():
             conn.execute(
                 "DELETE FROM feedback WHERE trace_id IN (SELECT trace_id FROM traces WHERE created_at < %s)",
                 (created_before,),
@@ -503,7 +564,7 @@ class PostgresStore:
         return [ApiKey.from_row(r) for r in rows]
 
     def revoke_api_key(self, key_id: str, revoked_at: str) -> ApiKey | None:
-        with self._pool.connection() as conn:
+        with self._connection() as conn:
             conn.execute(
                 "UPDATE api_keys SET revoked_at = %s WHERE key_id = %s AND revoked_at IS NULL", (revoked_at, key_id)
             )
