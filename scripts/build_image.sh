@@ -32,18 +32,35 @@ if ! "$DOCKER" image inspect "$BASE" >/dev/null 2>&1; then
   rm -rf "$root"
 fi
 
-# wheels for citedocs[postgres] and everything it needs (pip's host cache makes a rerun quick)
-mkdir -p "$CONTEXT"
+# Wheels for citedocs[postgres] and everything it needs, downloaded again only when pyproject.toml
+# changes (pip's host cache makes even that quick); citedocs's own wheel is rebuilt every time.
+# Left out of the image: torch and the packages only the ONNX graph export or the torch encoder
+# runtime import (the graphs are exported here on the host, below).
+EXCLUDED='^(torch|sentence_transformers|transformers|scikit_learn|sympy|mpmath|networkx)-'
+mkdir -p "$CONTEXT/wheels"
 stamp="$(sha256sum pyproject.toml | cut -d' ' -f1)"
 if [ "$(cat "$CONTEXT/wheels.stamp" 2>/dev/null)" != "$stamp" ]; then
-  rm -rf "$CONTEXT/wheels"
-  "$PYTHON" -m pip wheel --quiet --wheel-dir "$CONTEXT/wheels" '.[postgres]'
+  rm -rf "$CONTEXT/wheels" "$CONTEXT/all-wheels"
+  "$PYTHON" -m pip wheel --quiet --wheel-dir "$CONTEXT/all-wheels" '.[postgres]' 2>&1 | { grep -v 'is neither a file nor a directory' || true; }
+  mkdir -p "$CONTEXT/wheels/deps" "$CONTEXT/wheels/citedocs"
+  for wheel in "$CONTEXT"/all-wheels/*.whl; do
+    name="$(basename "$wheel")"
+    case "$name" in citedocs-*) continue ;; esac
+    echo "$name" | grep -Eq "$EXCLUDED" || mv "$wheel" "$CONTEXT/wheels/deps/"
+  done
+  rm -rf "$CONTEXT/all-wheels"
   echo "$stamp" > "$CONTEXT/wheels.stamp"
-else  # the dependencies are unchanged: rebuild only citedocs's own wheel
-  rm -f "$CONTEXT"/wheels/citedocs-*.whl
-  "$PYTHON" -m pip wheel --quiet --no-deps --wheel-dir "$CONTEXT/wheels" .
 fi
+rm -rf "$CONTEXT/wheels/citedocs"
+"$PYTHON" -m pip wheel --quiet --no-deps --wheel-dir "$CONTEXT/wheels/citedocs" .
 rm -rf build/lib build/bdist.* src/*.egg-info  # left by the wheel build
+
+# The bi-encoder's ONNX graphs (fp32 and int8), exported from the bundled weights with this
+# checkout's code into the build context (a no-op when they are there already).
+for runtime in onnx-fp32 onnx-int8; do
+  CITEDOCS_MODEL_CACHE="$PWD/$CONTEXT/models" CITEDOCS_ENCODER_RUNTIME=$runtime PYTHONPATH="$PWD/src" \
+    "$PYTHON" -m citedocs.models prepare >"$CONTEXT/prepare.log" 2>&1 || { cat "$CONTEXT/prepare.log" >&2; exit 1; }
+done
 
 "$DOCKER" build --quiet -f docker/Dockerfile -t citedocs:latest "$CONTEXT" >/dev/null
 pg_context="$CONTEXT/postgres"
