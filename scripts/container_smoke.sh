@@ -14,7 +14,8 @@ export CITEDOCS_CORPUS=smoke
 compose=(docker-compose -p "citedocs-smoke-$$" -f compose.yaml)
 docs="$(mktemp -d /tmp/citedocs-smoke-docs.XXXXXX)"
 cleanup() {
-  "${compose[@]}" logs --no-color --tail 40 citedocs postgres >&2 || true
+  local status=$?
+  [ "$status" = 0 ] || "${compose[@]}" logs --no-color --tail 40 citedocs postgres >&2 || true
   "${compose[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
   rm -rf "$docs"
 }
