@@ -7,7 +7,9 @@ PostgreSQL with pgvector (conftest: the portable Debian build).
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -115,3 +117,33 @@ def test_a_wrong_database_url_stops_serve_with_an_error_naming_the_setting(tmp_p
     out = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 2, out
     assert "CITEDOCS_DATABASE_URL" in out and "no_such_database" in out and "Traceback" not in out
+
+
+@pg_only
+def test_a_server_killed_mid_request_leaves_the_others_serving_what_it_wrote(tmp_home, small_docs, tmp_path):
+    ingest(small_docs)
+    question = {"question": "How do I deploy my Astro site to Heroku?"}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    env = {**SERVER_ENV, "CITEDOCS_RATE_LIMIT_PER_MINUTE": "0"}
+    with running_server(tmp_path / "a", **env) as (doomed, log), running_server(tmp_path / "b", **env) as (survivor, _):
+        pid = next(json.loads(line)["pid"] for line in log.read_text().splitlines() if line.startswith("{"))
+        answered = httpx.post(f"{doomed}/ask", json=question, timeout=60).json()
+
+        def ask_doomed(_: int) -> str:
+            try:
+                return str(httpx.post(f"{doomed}/ask", json=question, timeout=60).status_code)
+            except httpx.HTTPError as exc:
+                return type(exc).__name__
+
+        with ThreadPoolExecutor(4) as pool:
+            pending = [pool.submit(ask_doomed, i) for i in range(8)]
+            time.sleep(0.3)  # requests in flight
+            os.kill(pid, signal.SIGKILL)
+            outcomes = [p.result() for p in pending]
+        assert any(not outcome.isdigit() for outcome in outcomes), outcomes  # some died with the server
+        # the survivor answers, and reads what the killed server had written
+        again = httpx.post(f"{survivor}/ask", json=question, timeout=60)
+        assert again.status_code == 200 and again.json()["answer"] == answered["answer"]
+        trace = httpx.get(f"{survivor}/traces/{answered['trace_id']}", timeout=30)
+        assert trace.status_code == 200, trace.text
