@@ -1,5 +1,5 @@
-"""API keys (random secrets stored only as sha256), what a key may call, and a per-process
-token-bucket rate limiter.
+"""API keys (random secrets stored only as sha256), what a key may call, and token-bucket
+rate limiters.
 
 Two kinds of key: a full key (``cd_``) opens every route of its tenant; a publishable key
 (``cdp_``) is meant to sit in a public page's HTML for the embeddable widget, so it opens only the

@@ -28,14 +28,13 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
 from collections.abc import Iterator
-from urllib.parse import urlsplit
-
-import itertools
 from contextlib import contextmanager
+from urllib.parse import urlsplit
 
 import numpy as np
 import psycopg
