@@ -17,7 +17,8 @@ postings, HNSW inserts), one transaction per replica: what an ingest costs after
         [--database-url postgresql://...]  [--chunks 100000] [--seconds 30] [--out results.json]
 
 Without --database-url it starts its own server (scripts/local_postgres.py, fsync on) in a
-temporary folder and removes it after.
+temporary folder and removes it after. The /ask load clients wait a 503's Retry-After before their
+next request, as a well-behaved client does.
 """
 
 from __future__ import annotations
@@ -61,12 +62,15 @@ def own_server():
         subprocess.run(["rm", "-rf", str(folder)], check=False)
 
 
-def fresh_database(server: str, name: str) -> str:
+def database(server: str, name: str, reuse: bool) -> str:
+    """The benchmark's database on ``server``: dropped and created again, unless ``reuse`` and it exists."""
     import psycopg
 
     with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        conn.execute(f'CREATE DATABASE "{name}"')
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if not (reuse and exists):
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}"')
     return server.rsplit("/", 1)[0] + "/" + name
 
 
@@ -165,6 +169,8 @@ async def ask_load(bases: list[str], questions: list[str], clients: int, seconds
                 response = await http.post(f"{base}/ask", json={"question": questions[n % len(questions)]})
                 results.append((response.status_code, time.monotonic() - started))
                 n += clients
+                if response.status_code == 503:  # shed by the server's gate: wait as told, like a polite client
+                    await asyncio.sleep(float(response.headers.get("retry-after", "1")))
 
     await asyncio.gather(*(client(i) for i in range(clients)))
     return results
@@ -196,6 +202,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="length of each /ask throughput run")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--cases", type=Path, default=DEFAULT_CASES)
+    parser.add_argument("--reuse", action="store_true",
+                        help="with --database-url: keep a synthetic corpus of this size from an earlier run (no write timing)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     os.environ["TQDM_DISABLE"] = "1"
@@ -213,14 +221,18 @@ def main() -> int:
     target = f"{SOURCE_CORPUS}-x{args.chunks // 1000}k"
     with ExitStack() as stack:
         server = args.database_url or stack.enter_context(own_server())
-        url = fresh_database(server, "citedocs_scale")
-        source = open_store(args.source)
+        url = database(server, "citedocs_scale", args.reuse)
         services = Services(store=open_store(url), backend="extractive")
         report["environment"].update(server_versions(url))
-        copy_corpus(source, services.store, SOURCE_CORPUS)
-        source.close()
-        print(f"replicating {SOURCE_CORPUS} into {target} ...", file=sys.stderr, flush=True)
-        report["ingest"] = replicate(services.store, SOURCE_CORPUS, target, args.chunks)
+        existing = services.store.get_corpus(target)
+        if args.reuse and existing and existing.chunk_count == args.chunks:
+            print(f"reusing {target} ({existing.chunk_count} chunks)", file=sys.stderr, flush=True)
+        else:
+            source = open_store(args.source)
+            copy_corpus(source, services.store, SOURCE_CORPUS)
+            source.close()
+            print(f"replicating {SOURCE_CORPUS} into {target} ...", file=sys.stderr, flush=True)
+            report["ingest"] = replicate(services.store, SOURCE_CORPUS, target, args.chunks)
         dim = len(next(services.store.export_chunks(target))[1].sentence)
         with psycopg_conn(url) as conn:
             conn.execute("VACUUM ANALYZE")
