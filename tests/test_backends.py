@@ -111,6 +111,7 @@ def test_unreachable_database_is_a_clear_error_that_hides_the_password(tmp_home)
     code, out = run_citedocs("search", "anything", CITEDOCS_DATABASE_URL="postgresql://reader:s3cret@127.0.0.1:1/docs")
     assert code == 2, out
     assert "cannot open PostgreSQL at postgresql://reader:***@127.0.0.1:1/docs" in out and "Connection refused" in out
+    assert "CITEDOCS_DATABASE_URL" in out
     assert "s3cret" not in out and "Traceback" not in out
 
 

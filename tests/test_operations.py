@@ -102,6 +102,8 @@ def test_readyz_is_503_naming_an_unreachable_llm_endpoint(tenant_services):
     assert body["error"] == "not_ready" and "backend" in body["detail"] and "unreachable" in body["detail"]
 
 
+# on PostgreSQL the buckets live in the database (shared by every server process on it)
+@pytest.mark.parametrize("store_backend", ["sqlite", "postgres"], scope="session")
 def test_rate_limit_answers_429_with_retry_after(tenant_services):
     client = client_for(tenant_services, CITEDOCS_RATE_LIMIT_PER_MINUTE="2")
     assert [client.get("/corpora").status_code for _ in range(2)] == [200, 200]
@@ -112,6 +114,7 @@ def test_rate_limit_answers_429_with_retry_after(tenant_services):
     assert client.get("/healthz").status_code == 200  # probes are never limited
 
 
+@pytest.mark.parametrize("store_backend", ["sqlite", "postgres"], scope="session")
 def test_rate_limit_is_per_api_key(tenant_services):
     client = client_for(tenant_services, CITEDOCS_AUTH="required", CITEDOCS_RATE_LIMIT_PER_MINUTE="1")
     first, second = ({"Authorization": f"Bearer {tenant_services.create_key('acme')[1]}"} for _ in range(2))

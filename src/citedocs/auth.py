@@ -1,11 +1,15 @@
-"""API keys (random secrets stored only as sha256), what a key may call, and a per-process
-token-bucket rate limiter.
+"""API keys (random secrets stored only as sha256), what a key may call, and token-bucket
+rate limiters.
 
 Three kinds of key: a full key (``cd_``) opens every route of its tenant except the admin ones; an
 admin key (``cda_``) opens those too (``/admin/...``: syncs, uploads, jobs, insights), still only for
 its own tenant's corpora; a publishable key (``cdp_``) is meant to sit in a public page's HTML for the
 embeddable widget, so it opens only the widget's routes (PUBLISHABLE_ROUTES), only from a page on one
 of its own origins.
+
+Rate limits: a token bucket per caller, in this process (``RateLimiter``), or in the store when it
+keeps buckets for every process on it (``SharedRateLimiter`` over PostgreSQL), so several servers
+on one database admit the configured rate together.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .index.store import ADMIN_SCOPE, FULL_SCOPE, PUBLISHABLE_SCOPE
 
@@ -103,6 +107,35 @@ def check_admin(key: ApiKey) -> None:
             "admin_key_required",
             f"{key.key_id} is a {key.scope} key; admin routes take an admin key (`citedocs keys create --admin --tenant {key.tenant}`)",
         )
+
+
+@runtime_checkable
+class RateBuckets(Protocol):
+    """A store that keeps token buckets shared by every process using it (index/postgres.py)."""
+
+    def take_rate_token(self, identity: str, per_minute: int) -> float:
+        """0.0 when a token was spent, else the seconds until the next one."""
+        ...
+
+
+class SharedRateLimiter:
+    """The token bucket of ``RateLimiter``, kept in the store: one limit for every process on it."""
+
+    def __init__(self, per_minute: int, buckets: RateBuckets) -> None:
+        self.per_minute = per_minute
+        self._buckets = buckets
+
+    def take(self, identity: str) -> None:
+        if self.per_minute <= 0:
+            return
+        wait = self._buckets.take_rate_token(identity, self.per_minute)
+        if wait > 0:
+            raise RateLimited(wait, self.per_minute)
+
+
+def rate_limiter(per_minute: int, store: object) -> RateLimiter | SharedRateLimiter:
+    """Shared through the store when it keeps buckets (PostgreSQL), else per process."""
+    return SharedRateLimiter(per_minute, store) if isinstance(store, RateBuckets) else RateLimiter(per_minute)
 
 
 class RateLimiter:

@@ -117,6 +117,16 @@ def plan() -> ThreadPlan:
     )
 
 
+def _torch():
+    """torch if installed, else None: the ONNX Runtime encoders run without it (the container image
+    leaves it out once the ONNX graphs are exported); the torch runtime and graph export need it."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
 _lock = threading.Lock()
 _blas_limiter = None  # the threadpoolctl limiter, kept so its limit is not garbage-collected away
 
@@ -126,10 +136,10 @@ def apply() -> ThreadPlan:
     global _blas_limiter
     chosen = plan()
     with _lock:
-        import torch
         from threadpoolctl import threadpool_limits
 
-        if torch.get_num_threads() != chosen.torch:
+        torch = _torch()
+        if torch is not None and torch.get_num_threads() != chosen.torch:
             torch.set_num_threads(chosen.torch)
         # openblas_set_num_threads / mkl_set_num_threads on every BLAS numpy (or anything else) loaded
         _blas_limiter = threadpool_limits(limits=chosen.blas, user_api="blas")
@@ -150,9 +160,10 @@ def onnx_session_options():
 
 def current() -> dict[str, int]:
     """The limits as the libraries report them now (llama.cpp has no global: the planned values)."""
-    import torch
     from threadpoolctl import threadpool_info
+
+    torch = _torch()
 
     blas = [pool["num_threads"] for pool in threadpool_info() if pool.get("user_api") == "blas"]
     chosen = plan()
-    return {"torch": torch.get_num_threads(), "blas": max(blas, default=0), "llama": chosen.llama, "llama_prompt": chosen.llama_prompt}
+    return {"torch": torch.get_num_threads() if torch else 0, "blas": max(blas, default=0), "llama": chosen.llama, "llama_prompt": chosen.llama_prompt}

@@ -16,11 +16,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException
 
 from .. import __version__, config
-from ..auth import AuthError, RateLimited, RateLimiter, check_admin, check_publishable
+from ..auth import AuthError, RateLimited, check_admin, check_publishable, rate_limiter
 from ..capacity import capacity
 from ..contract import AskRequest, AskResponse, ErrorBody, FeedbackRequest, NewKeyRequest
+from ..index.store import ApiKey, StoreUnavailable
 from ..insights import InvalidRange
-from ..index.store import ApiKey
 from ..models.encoders import ModelMissing
 from ..service import EmptyQuestion, InvalidKeyOrigins, InvalidName, Services, UnknownCorpus, UnknownKey, UnknownTrace
 from ..ui.charts import insights_charts
@@ -50,6 +50,14 @@ def _services(app: FastAPI) -> Services:
     return app.state.services
 
 
+def _limiter(app: FastAPI):
+    """The rate limiter, made at the first request: shared by every server process on a PostgreSQL
+    store, per process on SQLite (auth.rate_limiter)."""
+    if app.state.limiter is None:
+        app.state.limiter = rate_limiter(app.state.rate_limit_per_minute, _services(app).store)
+    return app.state.limiter
+
+
 def _caller(request: Request) -> str | None:
     """The caller's tenant (None with auth off: one tenant sees everything); rate-limits the caller.
 
@@ -63,9 +71,9 @@ def _caller(request: Request) -> str | None:
         route = getattr(request.scope.get("route"), "path", None)
         check_publishable(key, request.method, route, request.headers.get("origin"))
         request.state.tenant = key.tenant
-        state.limiter.take(client_ip if key.publishable else f"key:{key.key_id}")
+        _limiter(request.app).take(client_ip if key.publishable else f"key:{key.key_id}")
         return key.tenant
-    state.limiter.take(client_ip)
+    _limiter(request.app).take(client_ip)
     return None
 
 
@@ -96,7 +104,8 @@ def create_app(services: Services | None = None) -> FastAPI:
     app.state.services = services
     app.state.auth_required = config.setting("auth") == "required"
     limits = capacity()
-    app.state.limiter = RateLimiter(limits.rate_limit_per_minute)
+    app.state.rate_limit_per_minute = limits.rate_limit_per_minute
+    app.state.limiter = None  # made at the first request (_limiter)
     complete_openapi(app)
 
     def svc() -> Services:
@@ -116,6 +125,11 @@ def create_app(services: Services | None = None) -> FastAPI:
     @app.exception_handler(RateLimited)
     async def rate_limited(_: Request, exc: RateLimited) -> JSONResponse:
         return _error(429, "rate_limited", str(exc), {"Retry-After": str(math.ceil(exc.retry_after_s))})
+
+    @app.exception_handler(StoreUnavailable)
+    async def store_unavailable(_: Request, exc: StoreUnavailable) -> JSONResponse:
+        """The database is down or unreachable: fail fast, and the client may retry (the pool reconnects)."""
+        return _error(503, "store_unavailable", str(exc), {"Retry-After": "5"})
 
     @app.exception_handler(UnknownTrace)
     async def unknown_trace(_: Request, exc: UnknownTrace) -> JSONResponse:

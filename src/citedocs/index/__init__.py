@@ -17,6 +17,7 @@ from .store import IngestChanges, Store, StoreUnavailable
 def open_store(location: str | Path | None = None) -> Store:
     """The store at ``location`` (a postgresql:// URL or a SQLite file path), else the configured one:
     PostgreSQL when ``database_url`` is set, otherwise the SQLite file in CITEDOCS_HOME."""
+    from_setting = location is None
     if location is None:
         location = config.setting("database_url") or config.database_path()
     if not str(location).startswith(("postgresql://", "postgres://")):
@@ -30,7 +31,12 @@ def open_store(location: str | Path | None = None) -> Store:
             f"a PostgreSQL store was asked for but its driver is missing ({exc});"
             " install it with: pip install 'citedocs[postgres]'"
         ) from exc
-    return PostgresStore(str(location))
+    try:
+        return PostgresStore(str(location))
+    except StoreUnavailable as exc:
+        if not from_setting:
+            raise
+        raise StoreUnavailable(f"{exc} (the database_url setting, CITEDOCS_DATABASE_URL or database_url in the config file)") from exc
 
 
 def copy_corpus(source: Store, target: Store, corpus: str) -> int:

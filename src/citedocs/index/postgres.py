@@ -16,14 +16,24 @@
   filter uses pgvector's iterative index scan so a filtered query still returns ``limit`` rows.
 - Every ingest is one transaction under a per-corpus advisory lock, so a killed ingest leaves the
   previous index as it was and two concurrent ingests of one corpus cannot interleave.
+- Several server processes on one database act as one service: each request reads the corpus row,
+  so a new corpus version is served by every process from its next request on (the first one
+  rebuilds that process's BM25 index); traces, feedback and keys are rows here; and the rate limit
+  is a token bucket per caller in ``rate_buckets``, updated in one atomic statement on the
+  database's clock (``take_rate_token``), so N processes admit the configured rate, not N times it.
+- A lost database (restart, network) fails the requests that need it with ``StoreUnavailable``
+  after at most ``_CONNECT_WAIT_S`` (HTTP 503 ``store_unavailable``); pooled connections are checked
+  before use, so service resumes by itself once the server is back.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -31,7 +41,7 @@ import psycopg
 import snowballstemmer
 from pgvector.psycopg import register_vector
 from psycopg.rows import dict_row, tuple_row
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..text import search_terms
 from ..types import Chunk, ChunkId
@@ -195,6 +205,13 @@ CREATE TABLE IF NOT EXISTS webhook_deliveries (
     received_at TEXT NOT NULL,
     PRIMARY KEY (corpus, delivery_id)
 );
+-- one token bucket per caller, shared by every server process on this database
+CREATE TABLE IF NOT EXISTS rate_buckets (
+    identity TEXT PRIMARY KEY,
+    tokens DOUBLE PRECISION NOT NULL,
+    granted BOOLEAN NOT NULL,
+    updated_at TIMESTAMPTZ NOT NULL
+);
 -- added after the first release, for databases created before
 ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS scope TEXT NOT NULL DEFAULT 'full';
 ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS origins TEXT NOT NULL DEFAULT '';
@@ -211,6 +228,23 @@ SCHEMA += "".join(index + ";\n" for index in TRACE_COLUMNS_INDEX)
 
 # Session-level advisory lock key under which processes starting at once create the schema.
 _SCHEMA_LOCK = 0x636974_65646F63  # "citedoc"
+
+# Longest a request waits for a database connection before failing with StoreUnavailable (503).
+_CONNECT_WAIT_S = 3.0
+# Token bucket refill and spend in one statement, on the database's clock (the same for every
+# process, whatever the machines' clocks say); ``granted`` tells whether this call got a token.
+_TAKE_TOKEN = """
+INSERT INTO rate_buckets AS b (identity, tokens, granted, updated_at)
+VALUES (%(identity)s, %(burst)s - 1, true, now())
+ON CONFLICT (identity) DO UPDATE SET
+    granted = least(%(burst)s, b.tokens + extract(epoch FROM now() - b.updated_at) * %(rate)s) >= 1,
+    tokens = least(%(burst)s, b.tokens + extract(epoch FROM now() - b.updated_at) * %(rate)s)
+             - CASE WHEN least(%(burst)s, b.tokens + extract(epoch FROM now() - b.updated_at) * %(rate)s) >= 1
+                    THEN 1 ELSE 0 END,
+    updated_at = now()
+RETURNING granted, tokens
+"""
+_FORGET_BUCKETS_EVERY = 1000  # takes between deletions of buckets idle long enough to be full again
 
 _EF_SEARCH_FLOOR = 100  # HNSW candidate list; raised to 2x the requested rows when that is larger
 
@@ -293,22 +327,48 @@ class PostgresStore:
             max_size=max_connections,
             kwargs={"row_factory": dict_row},
             configure=register_vector,
+            check=ConnectionPool.check_connection,  # a connection broken by a server restart is replaced, not used
+            timeout=_CONNECT_WAIT_S,
             open=True,
             name="citedocs",
         )
+        self._takes = itertools.count(1)
         self._bm25: dict[str, tuple[tuple[str, str], BM25Index]] = {}  # corpus -> ((version, pipeline), index)
         self._bm25_build = threading.Lock()
 
     def close(self) -> None:
         self._pool.close()
 
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection; a database that is down or went away mid-request is StoreUnavailable."""
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            raise StoreUnavailable(
+                f"PostgreSQL at {redacted(self.url)} is unreachable ({str(exc).strip() or type(exc).__name__}); "
+                "retry shortly: service resumes by itself when the database is back"
+            ) from exc
+
     def _read(self, sql: str, params: tuple | dict = ()) -> list[dict]:
-        with self._pool.connection() as conn:
+        with self._connection() as conn:
             return conn.execute(sql, params).fetchall()
 
     def _write(self, sql: str, params: tuple = ()) -> None:
-        with self._pool.connection() as conn:
+        with self._connection() as conn:
             conn.execute(sql, params)
+
+    # shared rate limit ---------------------------------------------------------------------
+    def take_rate_token(self, identity: str, per_minute: int) -> float:
+        """Spend one of ``identity``'s tokens (burst ``per_minute``, refilled evenly): 0.0 when granted,
+        else the seconds until the next token. Every process on this database shares the bucket."""
+        rate = per_minute / 60.0
+        with self._connection() as conn:
+            row = conn.execute(_TAKE_TOKEN, {"identity": identity, "burst": float(per_minute), "rate": rate}).fetchone()
+            if next(self._takes) % _FORGET_BUCKETS_EVERY == 0:  # a full bucket is what a new caller gets anyway
+                conn.execute("DELETE FROM rate_buckets WHERE updated_at < now() - interval '60 seconds'")
+        return 0.0 if row["granted"] else (1.0 - row["tokens"]) / rate
 
     # corpora and documents -------------------------------------------------------------
     def list_corpora(self, tenant: str | None = None) -> list[CorpusInfo]:
@@ -332,7 +392,7 @@ class PostgresStore:
     def apply_ingest(self, changes: IngestChanges) -> None:
         info = changes.corpus
         corpus = info.name
-        with self._pool.connection() as conn, conn.transaction():
+        with self._connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"citedocs-corpus:{corpus}",))
             owner = conn.execute("SELECT tenant FROM corpora WHERE name = %s", (corpus,)).fetchone()
             if owner and owner["tenant"] != info.tenant:
@@ -451,7 +511,7 @@ class PostgresStore:
         cached = self._bm25.get(corpus)
         if cached and cached[0] == key:
             return cached[1]
-        with self._bm25_build, self._pool.connection() as conn, conn.transaction():
+        with self._bm25_build, self._connection() as conn, conn.transaction():
             # one snapshot: the postings and the version they are cached under agree
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             key = self._corpus_key(lambda sql, params: conn.execute(sql, params).fetchall(), corpus)
@@ -503,7 +563,7 @@ class PostgresStore:
         if limit <= 0:
             return []
         dim = int(len(query_vector))
-        with self._pool.connection() as conn:
+        with self._connection() as conn:
             conn.execute(f"SET LOCAL hnsw.ef_search = {min(1000, max(_EF_SEARCH_FLOOR, 2 * limit))}")
             conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             rows = conn.execute(
@@ -525,7 +585,7 @@ class PostgresStore:
         return {ChunkId(r["id"]): PackedTokens(bytes(r["token_vectors"]), r["n_tokens"]) for r in rows}
 
     def export_chunks(self, corpus: str) -> Iterator[tuple[Chunk, ChunkVectors]]:
-        with self._pool.connection() as conn, conn.cursor(name="citedocs_export") as cursor:
+        with self._connection() as conn, conn.cursor(name="citedocs_export") as cursor:
             cursor.execute(
                 f"SELECT {_CHUNK_COLUMNS}, embedding, n_tokens, token_vectors FROM chunks WHERE corpus = %s ORDER BY rid",
                 (corpus,),
@@ -539,7 +599,7 @@ class PostgresStore:
         self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict, question_vector: np.ndarray | None = None
     ) -> None:
         columns = TraceColumns.of(payload)
-        with self._pool.connection() as conn, conn.transaction():
+        with self._connection() as conn, conn.transaction():
             conn.execute(
                 "INSERT INTO traces (trace_id, corpus, created_at, payload, tenant, question, refused, reason, latency_ms,"
                 " question_vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
@@ -591,7 +651,7 @@ class PostgresStore:
                 return
 
     def trace_rows(self, where: TraceFilter, limit: int | None = None) -> list[TraceRow]:
-        with self._pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
+        with self._connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
             rows = cursor.execute(
                 f"SELECT {TRACE_ROW_COLUMNS} FROM traces t WHERE {_TRACE_FILTER} ORDER BY t.created_at DESC LIMIT %s",
                 (*where.params(), limit),
@@ -599,14 +659,14 @@ class PostgresStore:
         return [TraceRow(*r) for r in rows]
 
     def insights_rows(self, query: str, where: TraceFilter, limit: int | None = None) -> list[tuple]:
-        with self._pool.connection() as conn:
+        with self._connection() as conn:
             self._summarise_older_traces(conn)  # traces an older process wrote since this store opened
             with conn.cursor(row_factory=tuple_row) as cursor:
                 return cursor.execute(_postgres(INSIGHTS_SQL[query]) + " LIMIT %s", (*where.params(), limit)).fetchall()
 
     def citing_traces(self, where: TraceFilter, corpus: str, chunk_ids: list[str]) -> list[tuple]:
         sql = _postgres(INSIGHTS_SQL["citing"].format(chunk_ids="SELECT unnest(?::text[])"))
-        with self._pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
+        with self._connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
             return cursor.execute(sql, (*where.params(), corpus, chunk_ids)).fetchall()
 
     def trace_payloads(self, trace_ids: list[str]) -> dict[str, dict]:
@@ -621,7 +681,7 @@ class PostgresStore:
         return {r["trace_id"]: unpacked_vector(bytes(r["question_vector"])) for r in rows}
 
     def get_trace(self, trace_id: str, tenant: str | None = None) -> dict | None:
-        with self._pool.connection() as conn:
+        with self._connection() as conn:
             row = conn.execute(
                 "SELECT payload FROM traces WHERE trace_id = %s AND (%s::text IS NULL OR tenant = %s)",
                 (trace_id, tenant, tenant),
@@ -642,7 +702,7 @@ class PostgresStore:
         )
 
     def prune_traces(self, created_before: str) -> int:
-        with self._pool.connection() as conn, conn.transaction():
+        with self._connection() as conn, conn.transaction():
             for table in ("feedback", "trace_citations"):
                 conn.execute(
                     f"DELETE FROM {table} WHERE trace_id IN (SELECT trace_id FROM traces WHERE created_at < %s)",
@@ -673,7 +733,7 @@ class PostgresStore:
         return [ApiKey.from_row(r) for r in rows]
 
     def revoke_api_key(self, key_id: str, revoked_at: str) -> ApiKey | None:
-        with self._pool.connection() as conn:
+        with self._connection() as conn:
             conn.execute(
                 "UPDATE api_keys SET revoked_at = %s WHERE key_id = %s AND revoked_at IS NULL", (revoked_at, key_id)
             )
@@ -719,7 +779,7 @@ class PostgresStore:
         return [source_from_row(r) for r in rows]
 
     def move_next_sync(self, corpus: str, expected: str | None, new: str | None) -> bool:
-        with self._pool.connection() as conn:
+        with self._connection() as conn:
             return conn.execute(
                 "UPDATE corpus_sources SET next_sync_at = %s WHERE corpus = %s AND next_sync_at IS NOT DISTINCT FROM %s",
                 (new, corpus, expected),
@@ -727,7 +787,7 @@ class PostgresStore:
 
     def create_job(self, job: SyncJob, archive: bytes | None = None) -> tuple[SyncJob, bool]:
         values = job_row_values(job.as_dict())
-        with self._pool.connection() as conn, conn.transaction():
+        with self._connection() as conn, conn.transaction():
             inserted = conn.execute(
                 f"INSERT INTO sync_jobs ({JOB_COLUMNS}, archive) VALUES ({', '.join(['%s'] * (len(values) + 1))})"
                 " ON CONFLICT (corpus) WHERE status IN ('queued', 'running') DO NOTHING RETURNING id",
@@ -783,7 +843,7 @@ class PostgresStore:
         return bytes(rows[0]["archive"]) if rows and rows[0]["archive"] is not None else None
 
     def record_delivery(self, corpus: str, delivery_id: str, at: str, forget_before: str) -> bool:
-        with self._pool.connection() as conn, conn.transaction():
+        with self._connection() as conn, conn.transaction():
             conn.execute("DELETE FROM webhook_deliveries WHERE received_at < %s", (forget_before,))
             return conn.execute(
                 "INSERT INTO webhook_deliveries (corpus, delivery_id, received_at) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",

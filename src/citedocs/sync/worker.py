@@ -28,7 +28,7 @@ from ..index.store import SyncJob
 from ..ingest.admission import PolicyError
 from ..ingest.crawl import CrawlError
 from ..ingest.pipeline import IngestError, ProgressFn
-from ..index.store import CorpusOwnedByOtherTenant
+from ..index.store import CorpusOwnedByOtherTenant, StoreUnavailable
 from ..service import UnknownCorpus
 from .archive import ArchiveRejected
 from .service import Syncs, now, stamp
@@ -43,7 +43,7 @@ JOB_ERRORS = (SourceError, IngestError, CrawlError, PolicyError, ArchiveRejected
 
 def _store_errors() -> tuple[type[BaseException], ...]:
     """The store going away (database restarted, connection lost): the job is retried, not failed."""
-    errors: list[type[BaseException]] = [sqlite3.OperationalError]
+    errors: list[type[BaseException]] = [sqlite3.OperationalError, StoreUnavailable]
     try:
         import psycopg
 
