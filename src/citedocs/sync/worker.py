@@ -24,11 +24,10 @@ from datetime import timedelta
 from functools import lru_cache
 
 from .. import config
-from ..index.store import SyncJob
+from ..index.store import CorpusOwnedByOtherTenant, StoreUnavailable, SyncJob
 from ..ingest.admission import PolicyError
 from ..ingest.crawl import CrawlError
 from ..ingest.pipeline import IngestError, ProgressFn
-from ..index.store import CorpusOwnedByOtherTenant, StoreUnavailable
 from ..service import UnknownCorpus
 from .archive import ArchiveRejected
 from .service import Syncs, now, stamp
