@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI: build the images (`make image`), start compose.yaml's stack, ingest a few real Astro pages,
-# ask a question, restart the stack (volumes kept) and ask again: the same cited answer. Tears the
-# stack and its volumes down whatever happens.
+# ask a question, restart the stack (volumes kept) and ask again: the same cited answer; then upload
+# the pages as an archive with an admin key and see the stack's workers finish the sync job. Tears
+# the stack and its volumes down whatever happens.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DOCKER=${DOCKER:-/usr/bin/docker}
@@ -15,7 +16,7 @@ compose=(docker-compose -p "citedocs-smoke-$$" -f compose.yaml)
 docs="$(mktemp -d /tmp/citedocs-smoke-docs.XXXXXX)"
 cleanup() {
   local status=$?
-  [ "$status" = 0 ] || "${compose[@]}" logs --no-color --tail 40 citedocs postgres >&2 || true
+  [ "$status" = 0 ] || "${compose[@]}" logs --no-color --tail 40 citedocs worker postgres >&2 || true
   "${compose[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
   rm -rf "$docs"
 }
@@ -59,4 +60,22 @@ healthy
 second="$(ask)"
 echo "asked again after a restart: $second"
 [ "$first" = "$second" ] || { echo "the answer changed across the restart" >&2; exit 1; }
+
+# An archive upload, synced by a worker of the stack (the `worker` service or serve's own).
+key="$("${compose[@]}" run --rm -T citedocs keys create --admin --name smoke 2>/dev/null | tail -1)"
+archive="$docs.tar.gz"
+tar -C "$docs" -czf "$archive" .
+api="http://127.0.0.1:$CITEDOCS_PORT"
+job="$(curl -fsS -X POST -H "Authorization: Bearer $key" --data-binary @"$archive" \
+  "$api/admin/corpora/smoke/archive?base_url=https%3A%2F%2Fdocs.astro.build%2Fen%2F" \
+  | python3 -c 'import json, sys; print(json.load(sys.stdin)["job"]["id"])')"
+rm -f "$archive"
+for _ in $(seq 120); do
+  status="$(curl -fsS -H "Authorization: Bearer $key" "$api/admin/jobs/$job" | python3 -c 'import json, sys; print(json.load(sys.stdin)["job"]["status"])')"
+  case "$status" in succeeded) break ;; failed|held) echo "sync job $job ended $status" >&2; exit 1 ;; esac
+  sleep 2
+done
+[ "$status" = succeeded ] || { echo "sync job $job did not finish (last status: $status)" >&2; exit 1; }
+echo "uploaded archive synced by the stack: job $job $status"
+ask >/dev/null
 echo "container smoke test passed"

@@ -87,7 +87,7 @@ def _admin_caller(request: Request) -> ApiKey:
     key = _services(request.app).authenticate(request.headers.get("authorization"))
     check_admin(key)
     request.state.tenant = key.tenant
-    request.app.state.limiter.take(f"key:{key.key_id}")
+    _limiter(request.app).take(f"key:{key.key_id}")
     return key
 
 
