@@ -248,6 +248,9 @@ ENV_ONLY: dict[str, str] = {
     "CITEDOCS_ASTRO_DOCS": "where `citedocs demo` finds the Astro docs (default: ../shared/corpora/astro-docs/docs)",
     "CITEDOCS_WIDGET_SERVER": "read by `mkdocs build` of citedocs's own docs: the server whose widget every page loads "
     "(default http://127.0.0.1:8000, where `make demo-self` runs it; empty: no widget)",
+    "CITEDOCS_DB_PASSWORD": "read by `docker-compose` from compose.yaml: the password of the stack's PostgreSQL (required)",
+    "CITEDOCS_PORT": "read by `docker-compose` from compose.yaml: the loopback port the stack's `serve` is published on (default 8000)",
+    "CITEDOCS_PG_BIN": "read by scripts/local_postgres.py and the tests: the PostgreSQL bin folder (default /usr/lib/postgresql/15/bin)",
     "CITEDOCS_FAULT_PAUSE_IN_WRITE": "fault injection for crash tests only: seconds an index write pauses half-way, so a test can kill it",
     "CITEDOCS_FAULT_PAUSE_IN_EMBED": "fault injection for crash tests and the sync benchmark only: seconds a sync pauses after each embedded group",
 }
