@@ -92,7 +92,7 @@ def test_the_local_model_answers_with_quotes_of_the_chunks_it_graded_relevant(se
     base, _ = server
     body = httpx.post(f"{base}/ask", json={"question": ANSWERABLE}, timeout=TIMEOUT).json()
     trace = _trace(base, body)
-    assert trace["backend"] == "local" and trace["prompt_version"] == "extractive_v1+llm_graded"
+    assert trace["backend"] == "local" and trace["prompt_version"] == "extractive_v2+llm_graded"
     assert body["refused"] is False, body["refusal_reason"]
     assert all(g["p_relevant"] is not None for g in trace["grades"])  # real log-probabilities
     graded_relevant = {g["chunk_id"] for g in trace["grades"] if g["kept"]}
