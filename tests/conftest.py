@@ -50,6 +50,15 @@ SMALL_PAGES = (
 )
 
 
+def copy_of_small_home(small_home: Path, home: Path) -> Path:
+    """A private copy of the small corpus's index and config at ``home``: keys, jobs and traces a
+    test makes there do not leak into other modules' servers."""
+    home.mkdir(parents=True, exist_ok=True)
+    for name in ("citedocs.sqlite3", "config.toml"):
+        shutil.copy(small_home / name, home / name)
+    return home
+
+
 def write_docs(root: Path, files: dict[str, str | bytes]) -> Path:
     """Write ``{relative path: text or bytes}`` under ``root`` and return ``root``."""
     root.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,6 @@ finishes. Screenshots for the docs are taken on the way (docs/screenshots/admin-
 
 from __future__ import annotations
 
-import shutil
 import time
 import zipfile
 
@@ -16,7 +15,7 @@ import pytest
 
 from citedocs.service import Services
 
-from conftest import running_server
+from conftest import copy_of_small_home, running_server
 
 pytestmark = pytest.mark.slow
 
@@ -48,9 +47,7 @@ OTHER_GAPS = (  # asked over HTTP beforehand, so the charts and gaps have someth
 
 @pytest.fixture(scope="module")
 def console_server(small_home, tmp_path_factory):
-    home = tmp_path_factory.mktemp("console-home")
-    shutil.copy(small_home / "citedocs.sqlite3", home / "citedocs.sqlite3")
-    shutil.copy(small_home / "config.toml", home / "config.toml")
+    home = copy_of_small_home(small_home, tmp_path_factory.mktemp("console-home"))
     services = Services.open(home / "citedocs.sqlite3")
     keys = {
         "admin": services.create_key("default", "console", admin=True)[1],

@@ -3,7 +3,6 @@ setting; it reaches only its own tenant; every admin action lands in the audit l
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import httpx
@@ -13,17 +12,14 @@ from typer.testing import CliRunner
 from citedocs.cli import app as cli
 from citedocs.service import InvalidKeyOrigins, Services
 
-from conftest import BACKENDS, open_services, running_server
+from conftest import BACKENDS, copy_of_small_home, open_services, running_server
 
 SITE = "https://docs.example.com"
 
 
 @pytest.fixture(scope="module")
 def home(small_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    copy = tmp_path_factory.mktemp("admin-home")
-    shutil.copy(small_home / "citedocs.sqlite3", copy / "citedocs.sqlite3")
-    shutil.copy(small_home / "config.toml", copy / "config.toml")
-    return copy
+    return copy_of_small_home(small_home, tmp_path_factory.mktemp("admin-home"))
 
 
 @pytest.fixture(scope="module")

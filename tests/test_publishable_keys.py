@@ -4,7 +4,6 @@ request's Origin, which a page cannot forge), is rate-limited per visitor IP, an
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from citedocs.cli import app as cli
 from citedocs.index.sqlite import SQLiteStore
 from citedocs.service import InvalidKeyOrigins, Services
 
-from conftest import BACKENDS, SMALL_CORPUS, open_services, running_server, stored_rows
+from conftest import BACKENDS, SMALL_CORPUS, copy_of_small_home, open_services, running_server, stored_rows
 
 SITE = "https://docs.example.com"  # the page that embeds the widget with the publishable key
 OTHER_SITE = "https://evil.example"
@@ -38,10 +37,7 @@ def from_address(address: str) -> httpx.Client:
 @pytest.fixture(scope="module")
 def home(small_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the small corpus's home (its keys must not leak into the other modules' server)."""
-    copy = tmp_path_factory.mktemp("publishable-home")
-    shutil.copy(small_home / "citedocs.sqlite3", copy / "citedocs.sqlite3")
-    shutil.copy(small_home / "config.toml", copy / "config.toml")
-    return copy
+    return copy_of_small_home(small_home, tmp_path_factory.mktemp("publishable-home"))
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from citedocs.sync import archive
 from citedocs.sync.service import Syncs
 from citedocs.sync.webhook import sign
 
-from conftest import ASTRO_BASE_URL, SMALL_CORPUS, running_server, write_docs
+from conftest import ASTRO_BASE_URL, SMALL_CORPUS, copy_of_small_home, running_server, write_docs
 
 ZEBRA = "---\ntitle: Zebra crossings\n---\n\n## Zebra crossing\n\nA unique zebra paragraph about striped crossings.\n"
 RATE = 12  # webhook requests per minute the server allows (per client IP, and per corpus)
@@ -31,9 +31,7 @@ RATE = 12  # webhook requests per minute the server allows (per client IP, and p
 @pytest.fixture(scope="module")
 def site(small_home: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """A home with the small corpus read from its own copy of the docs, an admin key per tenant, a webhook secret."""
-    home = tmp_path_factory.mktemp("sync-http-home")
-    shutil.copy(small_home / "citedocs.sqlite3", home / "citedocs.sqlite3")
-    shutil.copy(small_home / "config.toml", home / "config.toml")
+    home = copy_of_small_home(small_home, tmp_path_factory.mktemp("sync-http-home"))
     docs = home / "docs"
     shutil.copytree(small_home / "docs", docs)
     services = Services.open(home / "citedocs.sqlite3")
@@ -269,10 +267,7 @@ def test_a_webhook_flood_is_rate_limited_and_changes_nothing(server, site):
 def test_the_previous_version_answers_while_an_upload_is_synced(small_home, tmp_path):
     """A server whose worker pauses mid-embed (fault injection, labelled): meanwhile /ask still
     answers from the previous version; the new one goes live once complete."""
-    home = tmp_path / "home"
-    home.mkdir()
-    shutil.copy(small_home / "citedocs.sqlite3", home / "citedocs.sqlite3")
-    shutil.copy(small_home / "config.toml", home / "config.toml")
+    home = copy_of_small_home(small_home, tmp_path / "home")
     services = Services.open(home / "citedocs.sqlite3")
     admin = services.create_key("default", "ops", admin=True)[1]
     old_version = services.corpus(SMALL_CORPUS).version
