@@ -37,3 +37,18 @@ def python_docs_html() -> Path:
             raise RuntimeError(message)
         pytest.skip(message)
     return folder
+
+
+def python_docs_chunks(*pages: str) -> dict:
+    """The chunks of these pages of the Python docs (paths under the html folder), read by the HTML
+    reader and chunked as ingest chunks them, by id."""
+    from citedocs.ingest.chunker import chunk_page
+    from citedocs.ingest.readers import SourceFile
+    from citedocs.ingest.readers.html import HTML
+
+    folder = python_docs_html()
+    chunks = {}
+    for rel in pages:
+        page = HTML.read(SourceFile(rel, (folder / rel).read_text(encoding="utf-8"), folder, PUBLIC_BASE_URL))
+        chunks.update((c.id, c) for c in chunk_page(page))
+    return chunks

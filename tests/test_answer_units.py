@@ -12,26 +12,18 @@ import pytest
 
 from citedocs.generate.extractive import ExtractiveGenerator
 from citedocs.generate.units import MAX_CODE_LINES, MAX_ITEMS, read_pieces, unit_of
-from citedocs.ingest.chunker import chunk_page
-from citedocs.ingest.readers import SourceFile
-from citedocs.ingest.readers.html import HTML
 from citedocs.models.encoders import bi_encoder
 from citedocs.sentences import CODE_CUT_MARK, CUT_MARK, Unit, split_units
 from citedocs.types import Chunk, ChunkId
 from citedocs.validate.support import SupportChecker
 from citedocs.validate.thresholds import load_thresholds
 from citedocs.validate.validator import CitationValidator
-from pydocs import PUBLIC_BASE_URL, python_docs_html
+from pydocs import python_docs_chunks
 
 
 @pytest.fixture(scope="module")
 def chunks() -> dict[str, Chunk]:
-    folder = python_docs_html()
-    out = {}
-    for rel in ("library/gzip.html", "library/collections.html", "glossary.html", "tutorial/venv.html"):
-        page = HTML.read(SourceFile(rel, (folder / rel).read_text(encoding="utf-8"), folder, PUBLIC_BASE_URL))
-        out.update((c.id, c) for c in chunk_page(page))
-    return out
+    return python_docs_chunks("library/gzip.html", "library/collections.html", "glossary.html", "tutorial/venv.html")
 
 
 @pytest.fixture(scope="module")

@@ -13,21 +13,15 @@ from citedocs.models.encoders import bi_encoder
 from citedocs.generate.extractive import ExtractiveGenerator
 from citedocs.ingest.chunker import chunk_page
 from citedocs.ingest.readers import SourceFile
-from citedocs.ingest.readers.html import HTML
 from citedocs.ingest.readers.mdx import MDX
 from citedocs.sentences import split_units
 from citedocs.types import Chunk
-from pydocs import PUBLIC_BASE_URL, python_docs_html
+from pydocs import python_docs_chunks
 
 
 @pytest.fixture(scope="module")
 def chunks() -> dict[str, Chunk]:
-    folder = python_docs_html()
-    out = {}
-    for rel in ("tutorial/venv.html", "library/venv.html"):
-        page = HTML.read(SourceFile(rel, (folder / rel).read_text(encoding="utf-8"), folder, PUBLIC_BASE_URL))
-        out.update((c.id, c) for c in chunk_page(page))
-    return out
+    return python_docs_chunks("tutorial/venv.html", "library/venv.html")
 
 
 @pytest.fixture(scope="module")
