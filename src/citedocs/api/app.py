@@ -131,37 +131,27 @@ def create_app(services: Services | None = None) -> FastAPI:
         """The database is down or unreachable: fail fast, and the client may retry (the pool reconnects)."""
         return _error(503, "store_unavailable", str(exc), {"Retry-After": "5"})
 
-    @app.exception_handler(UnknownTrace)
-    async def unknown_trace(_: Request, exc: UnknownTrace) -> JSONResponse:
-        return _error(404, "unknown_trace", str(exc))
+    # errors whose message is the whole answer: (status, error code)
+    plain_errors: dict[type[Exception], tuple[int, str]] = {
+        UnknownTrace: (404, "unknown_trace"),
+        UnknownKey: (404, "unknown_key"),
+        InvalidRange: (422, "invalid_range"),
+        InvalidName: (422, "invalid_name"),
+        EmptyQuestion: (422, "invalid_question"),
+        ModelMissing: (503, "model_missing"),
+        UnknownCorpus: (404, "unknown_corpus"),
+    }
 
-    @app.exception_handler(UnknownKey)
-    async def unknown_key(_: Request, exc: UnknownKey) -> JSONResponse:
-        return _error(404, "unknown_key", str(exc))
+    async def plain_error(_: Request, exc: Exception) -> JSONResponse:
+        status, error = next(plain_errors[c] for c in type(exc).__mro__ if c in plain_errors)  # subclasses too
+        return _error(status, error, str(exc))
 
-    @app.exception_handler(InvalidRange)
-    async def invalid_range(_: Request, exc: InvalidRange) -> JSONResponse:
-        return _error(422, "invalid_range", str(exc))
-
-    @app.exception_handler(InvalidName)
-    async def invalid_name(_: Request, exc: InvalidName) -> JSONResponse:
-        return _error(422, "invalid_name", str(exc))
+    for error_type in plain_errors:
+        app.add_exception_handler(error_type, plain_error)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
         return _error(422, "invalid_request", _describe_validation(exc))
-
-    @app.exception_handler(EmptyQuestion)
-    async def empty_question(_: Request, exc: EmptyQuestion) -> JSONResponse:
-        return _error(422, "invalid_question", str(exc))
-
-    @app.exception_handler(ModelMissing)
-    async def model_missing(_: Request, exc: ModelMissing) -> JSONResponse:
-        return _error(503, "model_missing", str(exc))
-
-    @app.exception_handler(UnknownCorpus)
-    async def unknown_corpus(_: Request, exc: UnknownCorpus) -> JSONResponse:
-        return _error(404, "unknown_corpus", str(exc))
 
     @app.get("/healthz")
     def healthz() -> dict:
@@ -221,7 +211,7 @@ def create_app(services: Services | None = None) -> FastAPI:
     @app.get("/admin/keys", responses=GUARDED)
     def admin_keys(key: AdminKey) -> dict:
         """The tenant's API keys (never their secrets)."""
-        return {"keys": [{**k.__dict__, "origins": list(k.origins)} for k in svc().keys(key.tenant)]}
+        return {"keys": [k.as_dict() for k in svc().keys(key.tenant)]}
 
     @app.post("/admin/keys", status_code=201, responses={**BODY_ERRORS, **GUARDED})
     def admin_create_key(body: NewKeyRequest, key: AdminKey) -> dict:
@@ -235,7 +225,7 @@ def create_app(services: Services | None = None) -> FastAPI:
             services.audit(key, "key.create", body.name or "(unnamed)", "rejected", str(exc))
             return _error(422, "invalid_key_request", str(exc))
         services.audit(key, "key.create", made.key_id, detail=f"{made.scope} key")
-        return {"key": {**made.__dict__, "origins": list(made.origins)}, "secret": secret}
+        return {"key": made.as_dict(), "secret": secret}
 
     @app.post("/admin/keys/{key_id}/revoke", responses={404: {"model": ErrorBody}, **GUARDED})
     def admin_revoke_key(key_id: str, key: AdminKey) -> dict:
@@ -247,7 +237,7 @@ def create_app(services: Services | None = None) -> FastAPI:
             services.audit(key, "key.revoke", key_id, "unknown_key")
             raise
         services.audit(key, "key.revoke", key_id)
-        return {"key": {**revoked.__dict__, "origins": list(revoked.origins)}}
+        return {"key": revoked.as_dict()}
 
     @app.post("/ask", response_model=AskResponse, responses={**BODY_ERRORS, **ERRORS, **GUARDED})
     def ask(body: AskRequest, request: Request, tenant: Tenant) -> AskResponse:

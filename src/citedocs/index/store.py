@@ -58,6 +58,10 @@ class ApiKey:
     def admin(self) -> bool:
         return self.scope == ADMIN_SCOPE
 
+    def as_dict(self) -> dict:
+        """The key's public record as JSON (never its secret, which is not stored)."""
+        return {**self.__dict__, "origins": list(self.origins)}
+
     def stored_origins(self) -> str:
         """The origins as the stores keep them: one text column, space-separated (origins hold no spaces)."""
         return " ".join(self.origins)
