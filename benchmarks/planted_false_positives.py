@@ -19,7 +19,6 @@ import argparse
 from pathlib import Path
 
 from citedocs.ingest.detect import plan_ingest
-from citedocs.ingest.document import DocumentError
 from citedocs.ingest.planted import Screen
 from citedocs.sentences import split_units
 
@@ -45,14 +44,8 @@ def sentence_count(text: str) -> int:
 
 def screen_folder(docs: Path, screen: Screen) -> tuple[int, list]:
     """(sentences read, flagged sentences) over every page of a docs folder."""
-    plan = plan_ingest(docs, None, None, None, "https://site.invalid/", None)
-    reader = plan.reader()
     sentences, flagged = 0, []
-    for source in plan.sources():
-        try:
-            page = reader.read(source)
-        except DocumentError:
-            continue
+    for page in plan_ingest(docs, None, None, None, "https://site.invalid/", None).pages():
         sentences += sum(sentence_count(block.text) for section in page.sections for block in section.blocks)
         flagged += screen.withhold(page)[1]
     return sentences, flagged

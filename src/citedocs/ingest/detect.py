@@ -13,11 +13,13 @@ from __future__ import annotations
 import re
 import tomllib
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
 
+from .document import DocumentError, ParsedPage
 from .pipeline import IngestError
 from .boundary import walk_docs
 from .readers import (
@@ -373,6 +375,16 @@ class IngestPlan:
             SourceFile(path.relative_to(self.docs_dir).as_posix(), path.read_text(encoding="utf-8", errors="replace"), self.docs_dir, self.base_url)
             for path in files
         ]
+
+    def pages(self) -> Iterator[ParsedPage]:
+        """Every page the plan's reader makes of the docs, as ingest reads them; a file the reader
+        refuses is left out, as ingest leaves it out of the index (its report says why)."""
+        reader = self.reader()
+        for source in self.sources():
+            try:
+                yield reader.read(source)
+            except DocumentError:
+                continue
 
 
 def remembered_format(pipeline: str) -> str:
