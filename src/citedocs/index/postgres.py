@@ -67,7 +67,6 @@ from .store import (
     DROPPED_INDEXES,
     IngestChanges,
     StoreUnavailable,
-    TRACE_ROW_COLUMNS,
     TraceColumns,
     TraceFilter,
     TraceRow,

@@ -52,7 +52,6 @@ from .store import (
     TRACE_COLUMNS_INDEX,
     DROPPED_INDEXES,
     IngestChanges,
-    TRACE_ROW_COLUMNS,
     TraceColumns,
     TraceFilter,
     TraceRow,
