@@ -287,9 +287,10 @@ INSIGHTS_SQL = {
         "SELECT t.tenant, substr(t.created_at, 1, 10), t.corpus, t.refused, t.reason, count(*) FROM traces t"
         " WHERE {where} GROUP BY 1, 2, 3, 4, 5",
         seek_days=True,
+        seek_time=False,
     ),
     "latencies": InsightsQuery(
-        "SELECT t.latency_ms FROM traces t WHERE {where} AND t.latency_ms IS NOT NULL", seek_days=True
+        "SELECT t.latency_ms FROM traces t WHERE {where} AND t.latency_ms IS NOT NULL", seek_days=True, seek_time=False
     ),
     # (tenant, corpus, chunk id, content hash when cited, times cited), in the order of trace_citations_insights
     "citations": InsightsQuery(
