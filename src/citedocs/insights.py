@@ -9,7 +9,7 @@ range, optionally of one corpus:
 - **docs gaps**: refused questions (a backend failure is not a gap) and down-voted answers, grouped
   by topic: their bi-encoder (MiniLM) vectors (kept with each trace, from retrieval; a trace an older
   citedocs wrote is encoded now) are clustered by scikit-learn's agglomerative
-  clustering (average linkage over cosine distance, cut at ``GAP_DISTANCE``, so the number of groups
+  clustering (average linkage over cosine distance, cut at ``GAP_DISTANCE``, 0.6, so the number of groups
   follows the data). Each group names its size, three example questions, the refusal reasons, the
   terms the question gate found the docs never mention, and the page that came nearest without answering;
 - **answers a docs change affected**: past answers whose cited chunks changed (another content
@@ -32,7 +32,10 @@ import numpy as np
 
 from .index.store import CorpusInfo, Store, TraceFilter, TraceRow
 
-GAP_DISTANCE = 0.5  # cosine distance at which two groups of questions stop merging (MiniLM vectors)
+# cosine distance at which two groups of questions stop merging (MiniLM vectors): chosen on one
+# hand-labelled set (Astro) and checked on another (Flask), docs/benchmarks/insights.md
+GAP_DISTANCE = 0.6
+GAP_LINKAGE = "average"  # how the distance of two groups is measured (scikit-learn's linkage)
 TOP_PAGES = 10
 LISTED = 20  # never-cited pages, comments and affected answers listed (their counts are complete)
 _MISSING = re.compile(r"the docs don't mention (.+?)\.?$")
@@ -106,16 +109,17 @@ class Insights:
 
     def report(self, scope: InsightsRange, gaps: bool = True) -> dict:
         where = scope.filter()
-        counts = self.store.insights_rows("counts", where)
-        citations = self.store.insights_rows("citations", where)
+        # one read of every section (and one catch-up of the traces an older citedocs wrote)
+        rows = self.store.insights_rows(where, ("counts", "latencies", "citations", "feedback"))
+        counts, citations = rows["counts"], rows["citations"]
         in_scope = [scope.corpus] if scope.corpus else sorted(self.corpora)
         report = {
             "range": scope.describe(),
-            **self._counts(counts, self.store.insights_rows("latencies", where)),
-            "feedback": self._feedback(self.store.insights_rows("feedback", where)),
+            **self._counts(counts, rows["latencies"]),
+            "feedback": self._feedback(rows["feedback"]),
             "pages": self._pages(citations, [c for c in in_scope if c in self.corpora]),
             "affected_answers": self._affected(citations, where),
-            "removed_corpora": sorted({corpus for _, corpus, *_ in counts} - self.corpora.keys()),
+            "removed_corpora": sorted({corpus for _, _, corpus, *_ in counts} - self.corpora.keys()),
         }
         if not counts:
             report["message"] = (
@@ -132,7 +136,7 @@ class Insights:
     def _counts(counts: list[tuple], latencies: list[tuple]) -> dict:
         days: dict[str, Counter] = defaultdict(Counter)
         reasons: Counter = Counter()
-        for day, _, refused, reason, n in counts:
+        for _, day, _, refused, reason, n in counts:
             days[day]["questions"] += n
             days[day]["refused" if refused else "answered"] += n
             if refused:
@@ -186,7 +190,7 @@ class Insights:
     def _pages(self, citations: list[tuple], corpora: list[str]) -> dict:
         cited: Counter = Counter()
         example: dict[tuple[str, str], str] = {}
-        for corpus, chunk_id, _, n in citations:
+        for _, corpus, chunk_id, _, n in citations:
             key = (corpus, _page(chunk_id))
             cited[key] += n
             example.setdefault(key, chunk_id)
@@ -215,7 +219,7 @@ class Insights:
         Only corpora the caller still has: a removed corpus is named as such, not as every answer it gave."""
         changed: dict[tuple[str, str], str] = {}  # (corpus, chunk id) -> "removed" | "changed"
         stale: set[tuple[str, str, str | None]] = set()
-        for corpus, chunk_id, cited_hash, _ in citations:
+        for _, corpus, chunk_id, cited_hash, _ in citations:
             if corpus not in self.corpora:
                 continue
             current = self._hashes(corpus).get(chunk_id)
@@ -235,7 +239,7 @@ class Insights:
 
     # docs gaps ---------------------------------------------------------------------------------
     def gaps(self, where: TraceFilter) -> dict:
-        rows = self.store.insights_rows("gap_candidates", where, self.gap_limit + 1)
+        rows = self.store.insights_rows(where, ("gap_candidates",), self.gap_limit + 1)["gap_candidates"]
         considered = [TraceRow(r[0], r[1], r[2], r[3], bool(r[4]), r[5], r[6]) for r in rows[: self.gap_limit]]
         down = {r[0] for r in rows if r[7]}
         # more than the limit: the oldest are left out (the newest questions say most about the docs now)
@@ -289,14 +293,14 @@ class Insights:
         }
 
 
-def cluster_questions(vectors: np.ndarray, distance: float = GAP_DISTANCE) -> list[int]:
-    """Topic labels for unit question vectors: agglomerative clustering (average linkage, cosine
-    distance) cut where groups are ``distance`` apart."""
+def cluster_questions(vectors: np.ndarray, distance: float = GAP_DISTANCE, linkage: str = GAP_LINKAGE) -> list[int]:
+    """Topic labels for question vectors: agglomerative clustering over cosine distance (``linkage``:
+    how far apart two groups are), cut where groups are ``distance`` apart."""
     if len(vectors) == 1:
         return [0]
     from sklearn.cluster import AgglomerativeClustering
 
-    model = AgglomerativeClustering(n_clusters=None, distance_threshold=distance, metric="cosine", linkage="average")
+    model = AgglomerativeClustering(n_clusters=None, distance_threshold=distance, metric="cosine", linkage=linkage)
     return [int(label) for label in model.fit_predict(vectors)]
 
 

@@ -408,8 +408,8 @@ class Services:
             return []
         feedback: dict[str, list[dict]] = {r.trace_id: [] for r in rows}
         for trace_id, verdict, comment, created_at in self.store.insights_rows(
-            "feedback", TraceFilter(tenant, corpus, since=rows[-1].created_at)
-        ):
+            TraceFilter(tenant, corpus, since=rows[-1].created_at), ("feedback",)
+        )["feedback"]:
             if trace_id in feedback:
                 feedback[trace_id].append({"verdict": verdict, "comment": comment, "created_at": created_at})
         return [{**r.__dict__, "feedback": feedback[r.trace_id]} for r in rows]

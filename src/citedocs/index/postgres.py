@@ -32,7 +32,7 @@ import itertools
 import json
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from urllib.parse import urlsplit
 
@@ -64,10 +64,9 @@ from .store import (
     DocumentRecord,
     INSIGHTS_SQL,
     TRACE_COLUMNS_INDEX,
+    DROPPED_INDEXES,
     IngestChanges,
     StoreUnavailable,
-    TRACE_FILTER_SQL,
-    TRACE_ROW_COLUMNS,
     TraceColumns,
     TraceFilter,
     TraceRow,
@@ -224,6 +223,7 @@ ALTER TABLE traces ADD COLUMN IF NOT EXISTS question_vector BYTEA;
 CREATE INDEX IF NOT EXISTS traces_unsummarised ON traces (trace_id) WHERE refused IS NULL;
 CREATE INDEX IF NOT EXISTS feedback_trace ON feedback (trace_id);
 """
+SCHEMA += "".join(f"DROP INDEX IF EXISTS {index};\n" for index in DROPPED_INDEXES)
 SCHEMA += "".join(index + ";\n" for index in TRACE_COLUMNS_INDEX)
 
 # Session-level advisory lock key under which processes starting at once create the schema.
@@ -294,11 +294,9 @@ def _row_to_chunk(row: dict) -> Chunk:
 
 
 def _postgres(sql: str) -> str:
-    """SQL written with SQLite's placeholders in psycopg's (an untyped NULL parameter needs its type)."""
-    return sql.replace("? IS NULL", "%s::text IS NULL").replace("?", "%s")
-
-
-_TRACE_FILTER = _postgres(TRACE_FILTER_SQL)
+    """Insights SQL (written for SQLite) in psycopg's placeholders; ``+t.created_at`` (SQLite: test the
+    time on each row rather than seek it) is plain ``t.created_at`` here."""
+    return sql.replace("+t.created_at", "t.created_at").replace("?", "%s")
 
 
 class PostgresStore:
@@ -651,23 +649,24 @@ class PostgresStore:
                 return
 
     def trace_rows(self, where: TraceFilter, limit: int | None = None) -> list[TraceRow]:
-        with self._connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
-            rows = cursor.execute(
-                f"SELECT {TRACE_ROW_COLUMNS} FROM traces t WHERE {_TRACE_FILTER} ORDER BY t.created_at DESC LIMIT %s",
-                (*where.params(), limit),
-            ).fetchall()
-        return [TraceRow(*r) for r in rows]
+        with self._connection() as conn:
+            return [TraceRow(*r) for r in self._insights_read(conn, INSIGHTS_SQL["rows"].render(where), limit)]
 
-    def insights_rows(self, query: str, where: TraceFilter, limit: int | None = None) -> list[tuple]:
+    def insights_rows(self, where: TraceFilter, queries: Sequence[str], limit: int | None = None) -> dict[str, list[tuple]]:
         with self._connection() as conn:
             self._summarise_older_traces(conn)  # traces an older process wrote since this store opened
-            with conn.cursor(row_factory=tuple_row) as cursor:
-                return cursor.execute(_postgres(INSIGHTS_SQL[query]) + " LIMIT %s", (*where.params(), limit)).fetchall()
+            return {query: self._insights_read(conn, INSIGHTS_SQL[query].render(where), limit) for query in queries}
+
+    @staticmethod
+    def _insights_read(conn: psycopg.Connection, statement: tuple[str, tuple], limit: int | None) -> list[tuple]:
+        sql, params = statement
+        with conn.cursor(row_factory=tuple_row) as cursor:
+            return cursor.execute(_postgres(sql) + " LIMIT %s", (*params, limit)).fetchall()
 
     def citing_traces(self, where: TraceFilter, corpus: str, chunk_ids: list[str]) -> list[tuple]:
-        sql = _postgres(INSIGHTS_SQL["citing"].format(chunk_ids="SELECT unnest(?::text[])"))
+        sql, params = INSIGHTS_SQL["citing"].render(where, chunk_ids="SELECT unnest(?::text[])")
         with self._connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
-            return cursor.execute(sql, (*where.params(), corpus, chunk_ids)).fetchall()
+            return cursor.execute(_postgres(sql), (*params, corpus, chunk_ids)).fetchall()
 
     def trace_payloads(self, trace_ids: list[str]) -> dict[str, dict]:
         rows = self._read("SELECT trace_id, payload FROM traces WHERE trace_id = ANY(%s)", (trace_ids,))

@@ -23,7 +23,7 @@ import hashlib
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -50,9 +50,8 @@ from .store import (
     DocumentRecord,
     INSIGHTS_SQL,
     TRACE_COLUMNS_INDEX,
+    DROPPED_INDEXES,
     IngestChanges,
-    TRACE_FILTER_SQL,
-    TRACE_ROW_COLUMNS,
     TraceColumns,
     TraceFilter,
     TraceRow,
@@ -242,6 +241,8 @@ class SQLiteStore:
             if column not in existing:
                 self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
         self._db.execute("CREATE INDEX IF NOT EXISTS traces_created_at ON traces (created_at)")
+        for index in DROPPED_INDEXES:
+            self._db.execute(f"DROP INDEX IF EXISTS {index}")
         for index in TRACE_COLUMNS_INDEX:
             self._db.execute(index)
         self._db.execute("CREATE INDEX IF NOT EXISTS traces_unsummarised ON traces (trace_id) WHERE refused IS NULL")
@@ -571,22 +572,20 @@ class SQLiteStore:
                     raise
 
     def trace_rows(self, where: TraceFilter, limit: int | None = None) -> list[TraceRow]:
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {TRACE_ROW_COLUMNS} FROM traces t WHERE {TRACE_FILTER_SQL} ORDER BY t.created_at DESC"
-                + (" LIMIT ?" if limit is not None else ""),
-                (*where.params(), *(() if limit is None else (limit,))),
-            ).fetchall()
+        rows = self._insights_read(INSIGHTS_SQL["rows"].render(where), limit)
         return [TraceRow(r[0], r[1], r[2], r[3], bool(r[4]), r[5], r[6]) for r in rows]
 
-    def insights_rows(self, query: str, where: TraceFilter, limit: int | None = None) -> list[tuple]:
+    def insights_rows(self, where: TraceFilter, queries: Sequence[str], limit: int | None = None) -> dict[str, list[tuple]]:
         self._summarise_older_traces()  # traces an older process wrote since this store opened
+        return {query: self._insights_read(INSIGHTS_SQL[query].render(where), limit) for query in queries}
+
+    def _insights_read(self, statement: tuple[str, tuple], limit: int | None) -> list[tuple]:
+        sql, params = statement
         with self._lock:
             cursor = self._db.cursor()
             cursor.row_factory = None  # plain tuples: 100k rows build no Row objects
             return cursor.execute(
-                INSIGHTS_SQL[query] + (" LIMIT ?" if limit is not None else ""),
-                (*where.params(), *(() if limit is None else (limit,))),
+                sql + (" LIMIT ?" if limit is not None else ""), (*params, *(() if limit is None else (limit,)))
             ).fetchall()
 
     def citing_traces(self, where: TraceFilter, corpus: str, chunk_ids: list[str]) -> list[tuple]:
@@ -596,8 +595,8 @@ class SQLiteStore:
             cursor.row_factory = None
             for start in range(0, len(chunk_ids), 500):
                 batch = chunk_ids[start : start + 500]
-                sql = INSIGHTS_SQL["citing"].format(chunk_ids=",".join("?" * len(batch)))
-                rows += cursor.execute(sql, (*where.params(), corpus, *batch)).fetchall()
+                sql, params = INSIGHTS_SQL["citing"].render(where, chunk_ids=",".join("?" * len(batch)))
+                rows += cursor.execute(sql, (*params, corpus, *batch)).fetchall()
         return sorted(rows, key=lambda r: (r[1], r[0]), reverse=True) if len(chunk_ids) > 500 else rows
 
     def _by_trace_id(self, column: str, trace_ids: list[str]) -> list[sqlite3.Row]:

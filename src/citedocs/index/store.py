@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -225,42 +225,98 @@ class TraceFilter:
     since: str = ""  # ISO timestamp, inclusive
     until: str = "9999"  # ISO timestamp, exclusive
 
-    def params(self) -> tuple:
-        return (self.tenant, self.tenant, self.corpus, self.corpus, self.since, self.until)
+    def sql(self, seek_days: bool = False, seek_time: bool = True) -> tuple[str, tuple]:
+        """The WHERE clause over the traces or citations (``t``), in SQLite's placeholders, and its
+        parameters: only the conditions that apply, so an index that starts with the tenant serves a
+        tenant's rows in its own order (an ``x IS NULL OR`` condition would keep any index from it).
+
+        ``seek_days``: the range is sought on the day (``substr(created_at, 1, 10)``, what the
+        traces_insights index starts with after the tenant), each row's time still tested exactly;
+        ``seek_time=False``: the time is tested on each row (``+``: SQLite reads the index in its
+        order instead of seeking the range, which would cost a sort for the GROUP BY)."""
+        terms: list[str] = []
+        params: list[str] = []
+        if self.tenant is not None:
+            terms.append("t.tenant = ?")
+            params.append(self.tenant)
+        if self.corpus is not None:
+            terms.append("t.corpus = ?")
+            params.append(self.corpus)
+        if seek_days:
+            terms.append("substr(t.created_at, 1, 10) BETWEEN ? AND ?")
+            params += [self.since[:10], self.until[:10]]
+        column = "t.created_at" if seek_time else "+t.created_at"
+        terms += [f"{column} >= ?", f"{column} < ?"]
+        params += [self.since, self.until]
+        return " AND ".join(terms), tuple(params)
 
 
-# The WHERE clause of TraceFilter.params() over the traces table (``t``), in SQLite's placeholders
-# (the PostgreSQL store rewrites them). The insights' reads below aggregate in the database, so a
-# large history never crosses into Python row by row.
-TRACE_FILTER_SQL = (
-    "(? IS NULL OR t.tenant = ?) AND (? IS NULL OR t.corpus = ?) AND t.created_at >= ? AND t.created_at < ?"
-)
 _VOTED_DOWN = "SELECT trace_id FROM feedback WHERE verdict = 'down'"
 # index-only reads of the traces' insight columns, and of a trace's range columns by its id (feedback
-# joins): no insights scan touches the (large) payloads
+# joins): no insights scan touches the (large) payloads. traces_insights is in the order the counts
+# group by (tenant, day, corpus, outcome), so the database counts a day's rows as it reads them
+# instead of sorting every row in range first.
 TRACE_COLUMNS_INDEX = (
-    "CREATE INDEX IF NOT EXISTS traces_insights ON traces (created_at, tenant, corpus, refused, reason, latency_ms)",
+    "CREATE INDEX IF NOT EXISTS traces_insights_days ON traces"
+    " (tenant, substr(created_at, 1, 10), corpus, refused, reason, created_at, latency_ms)",
     "CREATE INDEX IF NOT EXISTS traces_range ON traces (trace_id, created_at, tenant, corpus)",
 )
+# indexes an older citedocs made that the ones above replace
+DROPPED_INDEXES = ("traces_insights",)
+
+
+@dataclass(frozen=True)
+class InsightsQuery:
+    """One insights read: SQL in SQLite's placeholders with ``{where}`` (TraceFilter.sql) and how its
+    range is sought."""
+
+    sql: str
+    seek_days: bool = False
+    seek_time: bool = True
+
+    def render(self, where: TraceFilter, **parts: str) -> tuple[str, tuple]:
+        clause, params = where.sql(self.seek_days, self.seek_time)
+        return self.sql.format(where=clause, **parts), params
+
+
+# The insights' reads aggregate in the database, so a large history never crosses into Python row by
+# row; each groups by the tenant first (the order of its index; the caller adds the tenants up).
 INSIGHTS_SQL = {
-    # (day, corpus, refused, reason, count)
-    "counts": "SELECT substr(t.created_at, 1, 10), t.corpus, t.refused, t.reason, count(*) FROM traces t"
-    f" WHERE {TRACE_FILTER_SQL} GROUP BY 1, 2, 3, 4 ORDER BY 1",
-    "latencies": f"SELECT t.latency_ms FROM traces t WHERE {TRACE_FILTER_SQL} AND t.latency_ms IS NOT NULL",
-    # (corpus, chunk id, content hash when cited, times cited): trace_citations keeps tenant and time too
-    "citations": "SELECT t.corpus, t.chunk_id, t.content_hash, count(*) FROM trace_citations t"
-    f" WHERE {TRACE_FILTER_SQL} GROUP BY 1, 2, 3",
+    # (tenant, day, corpus, refused, reason, count)
+    "counts": InsightsQuery(
+        "SELECT t.tenant, substr(t.created_at, 1, 10), t.corpus, t.refused, t.reason, count(*) FROM traces t"
+        " WHERE {where} GROUP BY 1, 2, 3, 4, 5",
+        seek_days=True,
+        seek_time=False,
+    ),
+    "latencies": InsightsQuery(
+        "SELECT t.latency_ms FROM traces t WHERE {where} AND t.latency_ms IS NOT NULL", seek_days=True, seek_time=False
+    ),
+    # (tenant, corpus, chunk id, content hash when cited, times cited), in the order of trace_citations_insights
+    "citations": InsightsQuery(
+        "SELECT t.tenant, t.corpus, t.chunk_id, t.content_hash, count(*) FROM trace_citations t"
+        " WHERE {where} GROUP BY 1, 2, 3, 4",
+        seek_time=False,
+    ),
     # (trace id, created_at, chunk id, content hash when cited) of the citations of some of one corpus's
-    # chunks: TraceFilter.params(), then the corpus, then the chunk ids ({chunk_ids}: each store's list)
-    "citing": "SELECT t.trace_id, t.created_at, t.chunk_id, t.content_hash FROM trace_citations t"
-    f" WHERE {TRACE_FILTER_SQL} AND t.corpus = ? AND t.chunk_id IN ({{chunk_ids}}) ORDER BY t.created_at DESC, t.trace_id",
-    "feedback": "SELECT f.trace_id, f.verdict, f.comment, f.created_at FROM feedback f"
-    f" JOIN traces t ON t.trace_id = f.trace_id WHERE {TRACE_FILTER_SQL} ORDER BY f.id",
+    # chunks: the filter's parameters, then the corpus, then the chunk ids ({chunk_ids}: each store's list)
+    "citing": InsightsQuery(
+        "SELECT t.trace_id, t.created_at, t.chunk_id, t.content_hash FROM trace_citations t"
+        " WHERE {where} AND t.corpus = ? AND t.chunk_id IN ({chunk_ids}) ORDER BY t.created_at DESC, t.trace_id"
+    ),
+    "feedback": InsightsQuery(
+        "SELECT f.trace_id, f.verdict, f.comment, f.created_at FROM feedback f"
+        " JOIN traces t ON t.trace_id = f.trace_id WHERE {where} ORDER BY f.id"
+    ),
     # refused (not for a backend failure) or voted down: the docs gaps' questions, newest first
     # (TRACE_ROW_COLUMNS, then whether it was voted down)
-    "gap_candidates": f"SELECT {', '.join('t.' + c for c in TRACE_ROW_COLUMNS.split(', '))}, t.trace_id IN ({_VOTED_DOWN})"
-    f" FROM traces t WHERE {TRACE_FILTER_SQL} AND ((t.refused AND t.reason <> 'backend_error')"
-    f" OR t.trace_id IN ({_VOTED_DOWN})) ORDER BY t.created_at DESC",
+    "gap_candidates": InsightsQuery(
+        f"SELECT {', '.join('t.' + c for c in TRACE_ROW_COLUMNS.split(', '))}, t.trace_id IN ({_VOTED_DOWN})"
+        " FROM traces t WHERE {where} AND ((t.refused AND t.reason <> 'backend_error')"
+        f" OR t.trace_id IN ({_VOTED_DOWN})) ORDER BY t.created_at DESC"
+    ),
+    # TRACE_ROW_COLUMNS of the traces in range, newest first
+    "rows": InsightsQuery(f"SELECT {TRACE_ROW_COLUMNS} FROM traces t WHERE {{where}} ORDER BY t.created_at DESC"),
 }
 
 
@@ -370,8 +426,10 @@ class Store(Protocol):
         """The traces in range, newest first (``limit``: only the newest that many)."""
         ...
 
-    def insights_rows(self, query: str, where: TraceFilter, limit: int | None = None) -> list[tuple]:
-        """The rows of one of INSIGHTS_SQL's queries over the traces in range (``limit``: at most that many)."""
+    def insights_rows(self, where: TraceFilter, queries: Sequence[str], limit: int | None = None) -> dict[str, list[tuple]]:
+        """The rows of some of INSIGHTS_SQL's queries over the traces in range, by name (``limit``: at
+        most that many each); the traces an older citedocs wrote since the store opened are summarised
+        first, once for all of them."""
         ...
 
     def citing_traces(self, where: TraceFilter, corpus: str, chunk_ids: list[str]) -> list[tuple]:
