@@ -14,7 +14,16 @@ from urllib.parse import urlsplit
 
 from . import config, metrics, telemetry
 from .auth import NAME_PATTERN, AuthError, bearer_token, new_key_id, new_secret, secret_sha256
-from .models.encoders import BiEncoder, ModelMissing, bi_encoder, corpus_dense_choice, dense_encoder
+from .models.encoders import (
+    BiEncoder,
+    ModelMissing,
+    bi_encoder,
+    bi_encoder_on,
+    corpus_dense_choice,
+    dense_encoder,
+    ingest_runtime,
+    query_encoder,
+)
 from .index import copy_corpus, open_store
 from .index.store import ADMIN_SCOPE, FULL_SCOPE, PUBLISHABLE_SCOPE, AdminAction, ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store, TraceFilter
 from .insights import Insights, InsightsRange, parse_since
@@ -128,7 +137,19 @@ class Services:
 
     @cached_property
     def retriever(self) -> HybridRetriever:
-        return HybridRetriever(self.store, self.encoder, default_reranker(self.store.token_vectors), self.dense_model)
+        return HybridRetriever(
+            self.store, self.encoder, default_reranker(self.store.token_vectors), self.dense_model, self.query_model
+        )
+
+    def ingest_model(self, remembered_pipeline: str | None) -> BiEncoder:
+        """The bi-encoder runtime a corpus is embedded with (``ingest_runtime``: the setting, or with
+        ``auto`` the corpus's earlier one)."""
+        return bi_encoder_on(ingest_runtime(remembered_pipeline))
+
+    def query_model(self, corpus: str) -> BiEncoder:
+        """The bi-encoder runtime that embedded ``corpus`` (its pipeline string says), for its queries."""
+        info = self.store.get_corpus(corpus)
+        return query_encoder(info.pipeline, self.encoder) if info is not None else self.encoder
 
     def dense_model(self, corpus: str) -> BiEncoder | None:
         """The model that embedded ``corpus``'s dense vectors (its pipeline string says; None: the
@@ -257,7 +278,7 @@ class Services:
             with telemetry.job("ingest", **{"citedocs.corpus": corpus}) as steps:
                 report = ingest_corpus(
                     self.store,
-                    self.encoder,
+                    self.ingest_model(existing.pipeline if existing else None),
                     plan.docs_dir,
                     corpus,
                     plan.base_url,
