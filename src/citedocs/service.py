@@ -14,16 +14,7 @@ from urllib.parse import urlsplit
 
 from . import config, metrics, telemetry
 from .auth import NAME_PATTERN, AuthError, bearer_token, new_key_id, new_secret, secret_sha256
-from .models.encoders import (
-    BiEncoder,
-    ModelMissing,
-    bi_encoder,
-    bi_encoder_on,
-    corpus_dense_choice,
-    dense_encoder,
-    ingest_runtime,
-    query_encoder,
-)
+from .models.encoders import BiEncoder, ModelMissing, bi_encoder, corpus_dense_choice, dense_encoder, query_encoder
 from .index import copy_corpus, open_store
 from .index.store import ADMIN_SCOPE, FULL_SCOPE, PUBLISHABLE_SCOPE, AdminAction, ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store, TraceFilter
 from .insights import Insights, InsightsRange, parse_since
@@ -140,11 +131,6 @@ class Services:
         return HybridRetriever(
             self.store, self.encoder, default_reranker(self.store.token_vectors), self.dense_model, self.query_model
         )
-
-    def ingest_model(self, remembered_pipeline: str | None) -> BiEncoder:
-        """The bi-encoder runtime a corpus is embedded with (``ingest_runtime``: the setting, or with
-        ``auto`` the corpus's earlier one)."""
-        return bi_encoder_on(ingest_runtime(remembered_pipeline))
 
     def query_model(self, corpus: str) -> BiEncoder:
         """The bi-encoder runtime that embedded ``corpus`` (its pipeline string says), for its queries."""
@@ -278,7 +264,7 @@ class Services:
             with telemetry.job("ingest", **{"citedocs.corpus": corpus}) as steps:
                 report = ingest_corpus(
                     self.store,
-                    self.ingest_model(existing.pipeline if existing else None),
+                    self.encoder,
                     plan.docs_dir,
                     corpus,
                     plan.base_url,

@@ -189,36 +189,9 @@ def load_bi_encoder(runtime: str) -> BiEncoder:
     return OnnxBiEncoder(runtime.removeprefix("onnx-"))  # type: ignore[arg-type]
 
 
-def cpu_has_vnni() -> bool:
-    """Whether this CPU has AVX-512 VNNI, the int8 dot-product instruction ONNX Runtime's int8
-    kernels use when the CPU reports it (read from cpuid, as numpy's own kernel dispatch reads it)."""
-    try:
-        from numpy._core._multiarray_umath import __cpu_features__
-    except ImportError:  # numpy < 2
-        from numpy.core._multiarray_umath import __cpu_features__
-    return bool(__cpu_features__.get("AVX512VNNI"))
-
-
-def auto_runtime() -> str:
-    """What ``encoder_runtime = auto`` embeds a new corpus with: int8 where the CPU has VNNI
-    (docs/decisions/2026-11-27-int8-encoder.md), fp32 elsewhere."""
-    return "onnx-int8" if cpu_has_vnni() else "onnx-fp32"
-
-
 def corpus_runtime(pipeline: str) -> str:
     """The runtime that embedded a corpus, from its pipeline string (torch's name has no suffix)."""
     return next((r for r in ("onnx-int8", "onnx-fp32") if f"{BI_ENCODER_NAME}+{r}+" in pipeline), "torch")
-
-
-def ingest_runtime(remembered_pipeline: str | None) -> str:
-    """The runtime a corpus is (re-)embedded with: the ``encoder_runtime`` setting when it names
-    one; with ``auto``, the runtime the corpus was embedded with before (so an upgrade, or machines
-    of two CPU kinds ingesting into one database, never re-embed a corpus just to switch), else
-    ``auto_runtime()``."""
-    chosen = config.setting("encoder_runtime")
-    if chosen != "auto":
-        return chosen
-    return corpus_runtime(remembered_pipeline) if remembered_pipeline else auto_runtime()
 
 
 @lru_cache(maxsize=3)
@@ -228,18 +201,18 @@ def bi_encoder_on(runtime: str) -> BiEncoder:
 
 
 def bi_encoder() -> BiEncoder:
-    """The process' bi-encoder for what is not compared with stored vectors (answer sentences,
-    support checks) and for new corpora: the runtime the ``encoder_runtime`` setting names, or with
-    ``auto`` the one ``auto_runtime()`` picks."""
-    return bi_encoder_on(ingest_runtime(None))
+    """The process' bi-encoder, on the runtime the ``encoder_runtime`` setting names: what ingest
+    embeds with, and what embeds text that is never compared with stored vectors (answer sentences,
+    support checks)."""
+    return bi_encoder_on(config.setting("encoder_runtime"))
 
 
 def query_encoder(pipeline: str, own: BiEncoder) -> BiEncoder:
-    """The bi-encoder whose vectors a corpus's stored ones can be compared with: int8 for a corpus
-    embedded with int8, the float model otherwise (torch and onnx-fp32 give the same vectors, so
-    the process's ``own`` float runtime serves either), whatever this process's setting is."""
-    wanted = corpus_runtime(pipeline)
-    if wanted == "onnx-int8":
+    """The bi-encoder whose vectors a corpus's stored ones can be compared with, whatever this
+    process's setting is: int8 for a corpus embedded with int8 (an index built by a process set to
+    ``onnx-int8`` and served by one that is not), the float model otherwise (torch and onnx-fp32 give
+    the same vectors, so the process's ``own`` float runtime serves either)."""
+    if corpus_runtime(pipeline) == "onnx-int8":
         return own if own.name.endswith("+onnx-int8") else bi_encoder_on("onnx-int8")
     return bi_encoder_on("onnx-fp32") if own.name.endswith("+onnx-int8") else own
 
