@@ -26,6 +26,15 @@ import time
 from pathlib import Path
 
 
+def cpu_has_vnni() -> bool:
+    """AVX-512 VNNI, from cpuid as numpy's kernel dispatch reads it (ONNX Runtime's int8 kernels use it when present)."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__
+    except ImportError:  # numpy < 2
+        from numpy.core._multiarray_umath import __cpu_features__
+    return bool(__cpu_features__.get("AVX512VNNI"))
+
+
 def load() -> float:
     return os.getloadavg()[0]
 
@@ -46,8 +55,6 @@ def ingest_once(docs: Path, base_url: str | None, runtime: str) -> dict:
 
 
 def main() -> int:
-    from citedocs.models.encoders import cpu_has_vnni
-
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("docs", type=Path)
     parser.add_argument("--base-url", default=None)
