@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from citedocs import config
+from citedocs.models import encoders
 from citedocs.models.encoders import LATE_INTERACTION_TOKENS, load_bi_encoder
+from citedocs.retrieve.hybrid import RetrievalConfig
 from citedocs.service import Services
 from conftest import ASTRO_BASE_URL, ASTRO_DOCS, copy_astro_pages
 
@@ -58,18 +60,44 @@ def test_onnx_int8_stays_within_tolerance_of_the_float_model(reference):
     assert tokens.min() > 0.8, tokens
 
 
-def test_changing_the_encoder_runtime_re_embeds_the_corpus(tmp_home, tmp_path):
-    docs = copy_astro_pages(tmp_path / "docs")
+def ingest_small_astro(docs, runtime: str, monkeypatch) -> Services:
+    """Ingest the small Astro pages as a new process with CITEDOCS_ENCODER_RUNTIME=runtime would."""
+    monkeypatch.setenv("CITEDOCS_ENCODER_RUNTIME", runtime)
     services = Services.open(config.database_path())
-    first = services.ingest(docs, "astro", ASTRO_BASE_URL)
-    assert first.added > 0 and services.corpus("astro").pipeline.count("+onnx-fp32") == 1
+    services.ingest(docs, "astro", ASTRO_BASE_URL)
+    return services
+
+
+def test_changing_the_encoder_runtime_re_embeds_the_corpus(tmp_home, tmp_path, monkeypatch):
+    docs = copy_astro_pages(tmp_path / "docs")
+    services = ingest_small_astro(docs, "onnx-fp32", monkeypatch)
+    first = services.corpus("astro")
+    assert first.chunk_count > 0 and first.pipeline.count("+onnx-fp32") == 1
     services.store.close()
 
+    monkeypatch.setenv("CITEDOCS_ENCODER_RUNTIME", "torch")
     services = Services.open(config.database_path())
-    services.encoder = load_bi_encoder("torch")  # what CITEDOCS_ENCODER_RUNTIME=torch gives a new process
     again = services.ingest(docs, "astro", ASTRO_BASE_URL)
-    assert again.added + again.changed == first.added and again.unchanged == 0
-    assert "onnx" not in services.corpus("astro").pipeline
+    assert again.added + again.changed == first.chunk_count and again.unchanged == 0
+    assert encoders.corpus_runtime(services.corpus("astro").pipeline) == "torch"
+    services.store.close()
+
+
+@pytest.mark.parametrize(("embedded", "serving"), [("onnx-int8", "onnx-fp32"), ("onnx-fp32", "onnx-int8")])
+def test_queries_are_embedded_by_the_runtime_that_embedded_their_corpus(tmp_home, tmp_path, monkeypatch, embedded, serving):
+    """A corpus embedded on one machine and served by a process set to the other runtime is still
+    searched with query vectors of its own kind, never a mix of int8 and float vectors."""
+    ingest_small_astro(copy_astro_pages(tmp_path / "docs"), embedded, monkeypatch).store.close()
+    monkeypatch.setenv("CITEDOCS_ENCODER_RUNTIME", serving)
+    services = Services.open(config.database_path())
+    question = "How do I deploy my Astro site to Heroku?"
+    (own_kind,) = load_bi_encoder(embedded).encode([question])
+    (other_kind,) = load_bi_encoder(serving).encode([question])
+    assert services.encoder.name.endswith(serving)
+    got = services.retriever.encode_query(question, "astro").vector
+    assert np.allclose(got, own_kind, atol=1e-6) and not np.allclose(got, other_kind, atol=1e-3)
+    hits = services.retriever.retrieve("astro", question, 3, RetrievalConfig()).hits
+    assert hits and hits[0].chunk.doc_path == "guides/deploy/heroku.mdx"
     services.store.close()
 
 

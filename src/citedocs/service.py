@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from . import config, metrics, telemetry
 from .auth import NAME_PATTERN, AuthError, bearer_token, new_key_id, new_secret, secret_sha256
-from .models.encoders import BiEncoder, ModelMissing, bi_encoder, corpus_dense_choice, dense_encoder
+from .models.encoders import BiEncoder, ModelMissing, bi_encoder, corpus_dense_choice, dense_encoder, query_encoder
 from .index import copy_corpus, open_store
 from .index.store import ADMIN_SCOPE, FULL_SCOPE, PUBLISHABLE_SCOPE, AdminAction, ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store, TraceFilter
 from .insights import Insights, InsightsRange, parse_since
@@ -128,7 +128,14 @@ class Services:
 
     @cached_property
     def retriever(self) -> HybridRetriever:
-        return HybridRetriever(self.store, self.encoder, default_reranker(self.store.token_vectors), self.dense_model)
+        return HybridRetriever(
+            self.store, self.encoder, default_reranker(self.store.token_vectors), self.dense_model, self.query_model
+        )
+
+    def query_model(self, corpus: str) -> BiEncoder:
+        """The bi-encoder runtime that embedded ``corpus`` (its pipeline string says), for its queries."""
+        info = self.store.get_corpus(corpus)
+        return query_encoder(info.pipeline, self.encoder) if info is not None else self.encoder
 
     def dense_model(self, corpus: str) -> BiEncoder | None:
         """The model that embedded ``corpus``'s dense vectors (its pipeline string says; None: the

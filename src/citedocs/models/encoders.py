@@ -189,10 +189,32 @@ def load_bi_encoder(runtime: str) -> BiEncoder:
     return OnnxBiEncoder(runtime.removeprefix("onnx-"))  # type: ignore[arg-type]
 
 
-@lru_cache(maxsize=1)
+def corpus_runtime(pipeline: str) -> str:
+    """The runtime that embedded a corpus, from its pipeline string (torch's name has no suffix)."""
+    return next((r for r in ("onnx-int8", "onnx-fp32") if f"{BI_ENCODER_NAME}+{r}+" in pipeline), "torch")
+
+
+@lru_cache(maxsize=3)
+def bi_encoder_on(runtime: str) -> BiEncoder:
+    """The process' bi-encoder on ``runtime``, loaded once."""
+    return load_bi_encoder(runtime)
+
+
 def bi_encoder() -> BiEncoder:
-    """The process' bi-encoder, on the runtime the ``encoder_runtime`` setting names."""
-    return load_bi_encoder(config.setting("encoder_runtime"))
+    """The process' bi-encoder, on the runtime the ``encoder_runtime`` setting names: what ingest
+    embeds with, and what embeds text that is never compared with stored vectors (answer sentences,
+    support checks)."""
+    return bi_encoder_on(config.setting("encoder_runtime"))
+
+
+def query_encoder(pipeline: str, own: BiEncoder) -> BiEncoder:
+    """The bi-encoder whose vectors a corpus's stored ones can be compared with, whatever this
+    process's setting is: int8 for a corpus embedded with int8 (an index built by a process set to
+    ``onnx-int8`` and served by one that is not), the float model otherwise (torch and onnx-fp32 give
+    the same vectors, so the process's ``own`` float runtime serves either)."""
+    if corpus_runtime(pipeline) == "onnx-int8":
+        return own if own.name.endswith("+onnx-int8") else bi_encoder_on("onnx-int8")
+    return bi_encoder_on("onnx-fp32") if own.name.endswith("+onnx-int8") else own
 
 
 # setting dense_model -> the model whose sentence vectors the dense stage searches (None: the bi-encoder's own)

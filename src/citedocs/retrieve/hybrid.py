@@ -58,23 +58,34 @@ def reciprocal_rank_fusion(rankings: list[list[ChunkId]], k: int = RRF_K) -> dic
 
 
 DenseModels = Callable[[str], BiEncoder | None]  # corpus -> the model its dense vectors came from (None: ``encoder``)
+QueryEncoders = Callable[[str], BiEncoder]  # corpus -> the bi-encoder runtime its stored MiniLM vectors came from
 
 
 class HybridRetriever:
     def __init__(
-        self, store: Store, encoder: BiEncoder, reranker: Reranker | None = None, dense_models: DenseModels | None = None
+        self,
+        store: Store,
+        encoder: BiEncoder,
+        reranker: Reranker | None = None,
+        dense_models: DenseModels | None = None,
+        query_encoders: QueryEncoders | None = None,
     ) -> None:
         self.store = store
         self.encoder = encoder
         self.reranker = reranker
         self.dense_models = dense_models or (lambda corpus: None)
+        self.query_encoders = query_encoders or (lambda corpus: encoder)
 
     def bm25(self, corpus: str, query: str, limit: int) -> list[tuple[ChunkId, float]]:
         return self.store.lexical_search(corpus, query_terms(query), limit)
 
-    def encode_query(self, query: str) -> QueryEncoding:
-        vector, tokens = self.encoder.encode_with_tokens([query], LATE_INTERACTION_TOKENS)[0]
-        remember_question(query, vector)  # the extractive backend scores sentences against the same vector
+    def encode_query(self, query: str, corpus: str | None = None) -> QueryEncoding:
+        """With ``corpus``, by the runtime that embedded that corpus (``query_encoders``), so the
+        query's vectors compare with the stored ones whatever this process's own runtime is."""
+        encoder = self.encoder if corpus is None else self.query_encoders(corpus)
+        vector, tokens = encoder.encode_with_tokens([query], LATE_INTERACTION_TOKENS)[0]
+        if encoder is self.encoder:
+            remember_question(query, vector)  # the extractive backend scores sentences against the same vector
         return QueryEncoding(query, vector, tokens)
 
     def dense(self, corpus: str, query_vector: np.ndarray, limit: int) -> list[tuple[ChunkId, float]]:
@@ -101,7 +112,7 @@ class HybridRetriever:
         reranking = config.rerank and self.reranker is not None
         encoding = None
         if config.mode in ("dense", "hybrid") or reranking:
-            encoding = timed("encode", self.encode_query, query)
+            encoding = timed("encode", self.encode_query, query, corpus)
         rankings: list[list[ChunkId]] = []
         if config.mode in ("bm25", "hybrid"):
             lexical = timed("bm25", self.bm25, corpus, query, config.candidates)
@@ -118,7 +129,7 @@ class HybridRetriever:
 
         if expansion and config.mode == "hybrid":
             rankings += timed(
-                "expansion", self._expansion_rankings, corpus, expansion, config.candidates, dense_model or self.encoder
+                "expansion", self._expansion_rankings, corpus, expansion, config.candidates, dense_model or self.query_encoders(corpus)
             )
 
         fused = timed("fuse", reciprocal_rank_fusion, rankings)
