@@ -29,6 +29,7 @@ import dataclasses
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -74,12 +75,23 @@ def database(server: str, name: str, reuse: bool) -> str:
     return server.rsplit("/", 1)[0] + "/" + name
 
 
-def replicate(store, source: str, target: str, size: int, seed: int = 7) -> dict:
+def replicate(store, source: str, target: str, size: int, token_format: str, seed: int = 7) -> dict:
     from citedocs.index.store import ChunkVectors, CorpusInfo, IngestChanges
+    from citedocs.index.token_codec import INT8, PackedTokens
     from citedocs.types import ChunkId
 
     exported = list(store.export_chunks(source))
     info = store.get_corpus(source)
+    pipeline = info.pipeline
+    if token_format != INT8:  # what ingest with setting token_format would have stored: the int8 rows, re-packed
+        pipeline, found = re.subn(rf"(\+tokens\d+)-{INT8}\b", rf"\1-{token_format}", pipeline)
+        if not found:
+            raise SystemExit(f"--token-format {token_format} needs a source ingested with int8 token vectors; got {info.pipeline}")
+        dim = len(exported[0][1].sentence)
+        exported = [
+            (chunk, ChunkVectors(vectors.sentence, vectors.tokens and PackedTokens.pack(vectors.tokens.unpack(dim), token_format)))
+            for chunk, vectors in exported
+        ]
     matrix = np.stack([vectors.sentence for _, vectors in exported])
     rng = np.random.default_rng(seed)
     written = replica = 0
@@ -106,7 +118,7 @@ def replicate(store, source: str, target: str, size: int, seed: int = 7) -> dict
         batch_started = time.perf_counter()
         store.apply_ingest(IngestChanges(
             corpus=CorpusInfo(target, info.base_url, f"synthetic:{source}", f"synthetic-{written + take}",
-                              info.pipeline, written + take, datetime.now(timezone.utc).isoformat(timespec="seconds")),
+                              pipeline, written + take, datetime.now(timezone.utc).isoformat(timespec="seconds")),
             upsert_chunks=upserts,
         ))  # fmt: skip
         per_batch.append(take / (time.perf_counter() - batch_started))
@@ -204,6 +216,8 @@ def main() -> int:
     parser.add_argument("--cases", type=Path, default=DEFAULT_CASES)
     parser.add_argument("--reuse", action="store_true",
                         help="with --database-url: keep a synthetic corpus of this size from an earlier run (no write timing)")
+    parser.add_argument("--token-format", default="int8", choices=("int8", "pool3-q2"),
+                        help="how the corpus stores the reranker's token vectors (setting token_format); default int8")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     os.environ["TQDM_DISABLE"] = "1"
@@ -218,7 +232,8 @@ def main() -> int:
         "environment": {"cores": len(os.sched_getaffinity(0)), "cpu": platform.processor() or platform.machine(),
                         "load_at_start": " ".join(f"{x:.1f}" for x in os.getloadavg())},
     }  # fmt: skip
-    target = f"{SOURCE_CORPUS}-x{args.chunks // 1000}k"
+    target = f"{SOURCE_CORPUS}-x{args.chunks // 1000}k-{args.token_format}"
+    report["token_format"] = args.token_format
     with ExitStack() as stack:
         server = args.database_url or stack.enter_context(own_server())
         url = database(server, "citedocs_scale", args.reuse)
@@ -232,7 +247,7 @@ def main() -> int:
             copy_corpus(source, services.store, SOURCE_CORPUS)
             source.close()
             print(f"replicating {SOURCE_CORPUS} into {target} ...", file=sys.stderr, flush=True)
-            report["ingest"] = replicate(services.store, SOURCE_CORPUS, target, args.chunks)
+            report["ingest"] = replicate(services.store, SOURCE_CORPUS, target, args.chunks, args.token_format)
         dim = len(next(services.store.export_chunks(target))[1].sentence)
         with psycopg_conn(url) as conn:
             conn.execute("VACUUM ANALYZE")

@@ -65,15 +65,18 @@ from .store import (
     INSIGHTS_SQL,
     TRACE_COLUMNS_INDEX,
     IngestChanges,
+    StoreFull,
     StoreUnavailable,
     TRACE_FILTER_SQL,
     TRACE_ROW_COLUMNS,
     TraceColumns,
     TraceFilter,
     TraceRow,
+    ingest_lost,
     packed_vector,
     unpacked_vector,
     pause_mid_write_if_asked,
+    trace_lost,
 )
 from .token_codec import PackedTokens
 
@@ -345,11 +348,21 @@ class PostgresStore:
         try:
             with self._pool.connection() as conn:
                 yield conn
+        except psycopg.errors.DiskFull:  # the server is up, its disk is full: _full_disk says what was lost
+            raise
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise StoreUnavailable(
                 f"PostgreSQL at {redacted(self.url)} is unreachable ({str(exc).strip() or type(exc).__name__}); "
                 "retry shortly: service resumes by itself when the database is back"
             ) from exc
+
+    @contextmanager
+    def _full_disk(self, lost: str, then: str = "") -> Iterator[None]:
+        """A write that finds the server's disk full (disk_full, rolled back) raises StoreFull."""
+        try:
+            yield
+        except psycopg.errors.DiskFull as exc:
+            raise StoreFull(f"the database at {redacted(self.url)}", lost, then) from exc
 
     def _read(self, sql: str, params: tuple | dict = ()) -> list[dict]:
         with self._connection() as conn:
@@ -392,7 +405,7 @@ class PostgresStore:
     def apply_ingest(self, changes: IngestChanges) -> None:
         info = changes.corpus
         corpus = info.name
-        with self._connection() as conn, conn.transaction():
+        with self._full_disk(*ingest_lost(corpus)), self._connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"citedocs-corpus:{corpus}",))
             owner = conn.execute("SELECT tenant FROM corpora WHERE name = %s", (corpus,)).fetchone()
             if owner and owner["tenant"] != info.tenant:
@@ -599,7 +612,7 @@ class PostgresStore:
         self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict, question_vector: np.ndarray | None = None
     ) -> None:
         columns = TraceColumns.of(payload)
-        with self._connection() as conn, conn.transaction():
+        with self._full_disk(*trace_lost(trace_id)), self._connection() as conn, conn.transaction():
             conn.execute(
                 "INSERT INTO traces (trace_id, corpus, created_at, payload, tenant, question, refused, reason, latency_ms,"
                 " question_vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
