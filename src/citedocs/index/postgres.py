@@ -352,8 +352,6 @@ class PostgresStore:
         try:
             with self._pool.connection() as conn:
                 yield conn
-        except psycopg.errors.DiskFull:  # the server is up, its disk is full: _full_disk says what was lost
-            raise
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise StoreUnavailable(
                 f"PostgreSQL at {redacted(self.url)} is unreachable ({str(exc).strip() or type(exc).__name__}); "
@@ -362,11 +360,14 @@ class PostgresStore:
 
     @contextmanager
     def _full_disk(self, lost: str, then: str = "") -> Iterator[None]:
-        """A write that finds the server's disk full (disk_full, rolled back) raises StoreFull."""
+        """A write that finds the server's disk full (disk_full, rolled back) raises StoreFull, not the
+        StoreUnavailable ("retry shortly") that other writes get for it."""
         try:
             yield
-        except psycopg.errors.DiskFull as exc:
-            raise StoreFull(f"the database at {redacted(self.url)}", lost, then) from exc
+        except StoreUnavailable as exc:
+            if isinstance(exc.__cause__, psycopg.errors.DiskFull):
+                raise StoreFull(f"the database at {redacted(self.url)}", lost, then) from exc.__cause__
+            raise
 
     def _read(self, sql: str, params: tuple | dict = ()) -> list[dict]:
         with self._connection() as conn:
