@@ -29,6 +29,7 @@ import dataclasses
 import json
 import os
 import platform
+import resource
 import re
 import subprocess
 import sys
@@ -45,7 +46,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from load_shed import DEFAULT_CASES, free_port, load_questions, percentile, rss_mb, serving  # noqa: E402
+from load_shed import DEFAULT_CASES, cpu_seconds, free_port, load_questions, percentile, rss_mb, serving  # noqa: E402
 
 SOURCE_CORPUS = "astro"
 
@@ -196,14 +197,37 @@ def throughput(home: Path, url: str, corpus: str, processes: int, questions: lis
             for question in questions[:3]:
                 httpx.post(f"{server.base}/ask", json={"question": question}, timeout=600).raise_for_status()
         warm_rss = [round(rss_mb(s.pid, "VmRSS")) for s in servers]
+        with psycopg_conn(url) as conn:  # the servers' pooled connections: their backends' CPU is the database's share
+            backends = [r[0] for r in conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")]
+        before = cpu_accounts(servers, backends)
         results = asyncio.run(ask_load([s.base for s in servers], questions, clients, seconds))
+        cpu = {k: round(after - before[k], 1) if isinstance(after, float) else [round(a - b, 1) for a, b in zip(after, before[k])]
+               for k, after in cpu_accounts(servers, backends).items()}
         peak = [round(rss_mb(s.pid, "VmHWM")) for s in servers]
     ok = [s for status, s in results if status == 200]
+    cpu["other_work_on_the_machine"] = round(cpu["machine_busy"] - sum(cpu["servers"]) - cpu["postgres_backends"] - cpu["load_generator"], 1)
     return {"processes": processes, "clients": clients, "seconds": seconds,
             "statuses": {str(k): sum(1 for s, _ in results if s == k) for k in {s for s, _ in results}},
             "answers_per_s": round(len(ok) / seconds, 2),
             "p50_ms": round(percentile(ok, 0.5) * 1000), "p95_ms": round(percentile(ok, 0.95) * 1000),
-            "rss_mb_after_warm_up": warm_rss, "rss_mb_peak": peak}  # fmt: skip
+            "rss_mb_after_warm_up": warm_rss, "rss_mb_peak": peak,
+            "cpu_s": cpu, "answers_per_server_cpu_s": round(len(ok) / max(sum(cpu["servers"]), 1e-9), 2)}  # fmt: skip
+
+
+def cpu_accounts(servers, backends: list[int]) -> dict:
+    """CPU seconds used so far: the machine in all (every core, every process), each server process, the
+    PostgreSQL backends serving them, and this process (the load generator)."""
+    first = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]  # user nice system idle iowait irq softirq steal
+    ticks = [int(x) for x in first]
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "machine_capacity": time.monotonic() * len(os.sched_getaffinity(0)),
+        "machine_busy": (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK"),
+        "servers": [cpu_seconds(s.pid) for s in servers],
+        "postgres_backends": sum(cpu_seconds(pid) for pid in backends),
+        "load_generator": own.ru_utime + own.ru_stime,
+    }
 
 
 def main() -> int:
