@@ -29,6 +29,8 @@ import dataclasses
 import json
 import os
 import platform
+import resource
+import re
 import subprocess
 import sys
 import tempfile
@@ -44,7 +46,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from load_shed import DEFAULT_CASES, free_port, load_questions, percentile, rss_mb, serving  # noqa: E402
+from load_shed import DEFAULT_CASES, cpu_seconds, free_port, load_questions, percentile, rss_mb, serving  # noqa: E402
 
 SOURCE_CORPUS = "astro"
 
@@ -74,12 +76,23 @@ def database(server: str, name: str, reuse: bool) -> str:
     return server.rsplit("/", 1)[0] + "/" + name
 
 
-def replicate(store, source: str, target: str, size: int, seed: int = 7) -> dict:
+def replicate(store, source: str, target: str, size: int, token_format: str, seed: int = 7) -> dict:
     from citedocs.index.store import ChunkVectors, CorpusInfo, IngestChanges
+    from citedocs.index.token_codec import INT8, PackedTokens
     from citedocs.types import ChunkId
 
     exported = list(store.export_chunks(source))
     info = store.get_corpus(source)
+    pipeline = info.pipeline
+    if token_format != INT8:  # what ingest with setting token_format would have stored: the int8 rows, re-packed
+        pipeline, found = re.subn(rf"(\+tokens\d+)-{INT8}\b", rf"\1-{token_format}", pipeline)
+        if not found:
+            raise SystemExit(f"--token-format {token_format} needs a source ingested with int8 token vectors; got {info.pipeline}")
+        dim = len(exported[0][1].sentence)
+        exported = [
+            (chunk, ChunkVectors(vectors.sentence, vectors.tokens and PackedTokens.pack(vectors.tokens.unpack(dim), token_format)))
+            for chunk, vectors in exported
+        ]
     matrix = np.stack([vectors.sentence for _, vectors in exported])
     rng = np.random.default_rng(seed)
     written = replica = 0
@@ -106,7 +119,7 @@ def replicate(store, source: str, target: str, size: int, seed: int = 7) -> dict
         batch_started = time.perf_counter()
         store.apply_ingest(IngestChanges(
             corpus=CorpusInfo(target, info.base_url, f"synthetic:{source}", f"synthetic-{written + take}",
-                              info.pipeline, written + take, datetime.now(timezone.utc).isoformat(timespec="seconds")),
+                              pipeline, written + take, datetime.now(timezone.utc).isoformat(timespec="seconds")),
             upsert_chunks=upserts,
         ))  # fmt: skip
         per_batch.append(take / (time.perf_counter() - batch_started))
@@ -184,14 +197,37 @@ def throughput(home: Path, url: str, corpus: str, processes: int, questions: lis
             for question in questions[:3]:
                 httpx.post(f"{server.base}/ask", json={"question": question}, timeout=600).raise_for_status()
         warm_rss = [round(rss_mb(s.pid, "VmRSS")) for s in servers]
+        with psycopg_conn(url) as conn:  # the servers' pooled connections: their backends' CPU is the database's share
+            backends = [r[0] for r in conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")]
+        before = cpu_accounts(servers, backends)
         results = asyncio.run(ask_load([s.base for s in servers], questions, clients, seconds))
+        cpu = {k: round(after - before[k], 1) if isinstance(after, float) else [round(a - b, 1) for a, b in zip(after, before[k])]
+               for k, after in cpu_accounts(servers, backends).items()}
         peak = [round(rss_mb(s.pid, "VmHWM")) for s in servers]
     ok = [s for status, s in results if status == 200]
+    cpu["other_work_on_the_machine"] = round(cpu["machine_busy"] - sum(cpu["servers"]) - cpu["postgres_backends"] - cpu["load_generator"], 1)
     return {"processes": processes, "clients": clients, "seconds": seconds,
             "statuses": {str(k): sum(1 for s, _ in results if s == k) for k in {s for s, _ in results}},
             "answers_per_s": round(len(ok) / seconds, 2),
             "p50_ms": round(percentile(ok, 0.5) * 1000), "p95_ms": round(percentile(ok, 0.95) * 1000),
-            "rss_mb_after_warm_up": warm_rss, "rss_mb_peak": peak}  # fmt: skip
+            "rss_mb_after_warm_up": warm_rss, "rss_mb_peak": peak,
+            "cpu_s": cpu, "answers_per_server_cpu_s": round(len(ok) / max(sum(cpu["servers"]), 1e-9), 2)}  # fmt: skip
+
+
+def cpu_accounts(servers, backends: list[int]) -> dict:
+    """CPU seconds used so far: the machine in all (every core, every process), each server process, the
+    PostgreSQL backends serving them, and this process (the load generator)."""
+    first = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]  # user nice system idle iowait irq softirq steal
+    ticks = [int(x) for x in first]
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "machine_capacity": time.monotonic() * len(os.sched_getaffinity(0)),
+        "machine_busy": (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK"),
+        "servers": [cpu_seconds(s.pid) for s in servers],
+        "postgres_backends": sum(cpu_seconds(pid) for pid in backends),
+        "load_generator": own.ru_utime + own.ru_stime,
+    }
 
 
 def main() -> int:
@@ -204,6 +240,8 @@ def main() -> int:
     parser.add_argument("--cases", type=Path, default=DEFAULT_CASES)
     parser.add_argument("--reuse", action="store_true",
                         help="with --database-url: keep a synthetic corpus of this size from an earlier run (no write timing)")
+    parser.add_argument("--token-format", default="int8", choices=("int8", "pool3-q2"),
+                        help="how the corpus stores the reranker's token vectors (setting token_format); default int8")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     os.environ["TQDM_DISABLE"] = "1"
@@ -218,7 +256,8 @@ def main() -> int:
         "environment": {"cores": len(os.sched_getaffinity(0)), "cpu": platform.processor() or platform.machine(),
                         "load_at_start": " ".join(f"{x:.1f}" for x in os.getloadavg())},
     }  # fmt: skip
-    target = f"{SOURCE_CORPUS}-x{args.chunks // 1000}k"
+    target = f"{SOURCE_CORPUS}-x{args.chunks // 1000}k-{args.token_format}"
+    report["token_format"] = args.token_format
     with ExitStack() as stack:
         server = args.database_url or stack.enter_context(own_server())
         url = database(server, "citedocs_scale", args.reuse)
@@ -232,7 +271,7 @@ def main() -> int:
             copy_corpus(source, services.store, SOURCE_CORPUS)
             source.close()
             print(f"replicating {SOURCE_CORPUS} into {target} ...", file=sys.stderr, flush=True)
-            report["ingest"] = replicate(services.store, SOURCE_CORPUS, target, args.chunks)
+            report["ingest"] = replicate(services.store, SOURCE_CORPUS, target, args.chunks, args.token_format)
         dim = len(next(services.store.export_chunks(target))[1].sentence)
         with psycopg_conn(url) as conn:
             conn.execute("VACUUM ANALYZE")

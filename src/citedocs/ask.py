@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -14,7 +15,7 @@ from .generate.base import GenerationFault, Generator
 from .generate.grader import LlmGrader
 from .models.embedding_cache import question_vector
 from .privacy import redact_trace
-from .index.store import CorpusInfo, Store
+from .index.store import CorpusInfo, Store, StoreFull
 from .retrieve.expand import PROMPT_VERSION as EXPANSION_PROMPT
 from .retrieve.expand import HypotheticalPassage
 from .retrieve.hybrid import HybridRetriever, RetrievalConfig
@@ -25,6 +26,8 @@ from .sentences import Unit, settled_units, split_units
 from .validate.question import code_parts, contains_sequence, unsupported_question_terms
 from .validate.thresholds import Thresholds
 from .validate.validator import AcceptedSentence, CitationValidator, ValidationResult
+
+log = logging.getLogger("citedocs.ask")
 
 REFUSAL_PREFIX = "I can't answer this from the {corpus} docs: "
 
@@ -117,7 +120,10 @@ class _Answer:
         # the vector retrieval computed (or, for a follow-up or a redacted question, of the stored words):
         # the docs gaps group questions by it without encoding them again
         vector = question_vector(trace.payload["question"], self.pipeline.retriever.encoder)
-        self.pipeline.store.save_trace(self.trace_id, self.corpus, trace.payload["created_at"], trace.payload, vector)
+        try:
+            self.pipeline.store.save_trace(self.trace_id, self.corpus, trace.payload["created_at"], trace.payload, vector)
+        except StoreFull as exc:  # a full disk costs the trace, not the answer: the live version keeps serving
+            log.error(str(exc), extra={"trace_id": self.trace_id})
         if self.pipeline.on_trace:
             self.pipeline.on_trace(trace.payload)
         return AskEvent("final", response=response)

@@ -116,7 +116,7 @@ def _run_ingest(
 ):
     """Ingest a folder, or with ``crawl_settings`` crawl the site at ``source`` and ingest its mirror;
     print what happened and return the ingest report."""
-    from .index.store import CorpusOwnedByOtherTenant
+    from .index.store import CorpusOwnedByOtherTenant, StoreFull
     from .ingest.crawl import CrawlError
     from .ingest.pipeline import IngestError
     from .service import InvalidName
@@ -133,7 +133,7 @@ def _run_ingest(
                     Path(source), corpus, base_url, report, tenant, admission, admission_report, docs_format, max_file_size,
                     page_urls,
                 )
-        except (IngestError, PolicyError, InvalidName, CorpusOwnedByOtherTenant, CrawlError) as exc:
+        except (IngestError, PolicyError, InvalidName, CorpusOwnedByOtherTenant, CrawlError, StoreFull) as exc:
             fail(str(exc))
     if crawl_settings is not None:
         _print_crawl(crawled)

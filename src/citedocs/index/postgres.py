@@ -28,6 +28,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -66,13 +67,16 @@ from .store import (
     TRACE_COLUMNS_INDEX,
     DROPPED_INDEXES,
     IngestChanges,
+    StoreFull,
     StoreUnavailable,
     TraceColumns,
     TraceFilter,
     TraceRow,
+    ingest_lost,
     packed_vector,
     unpacked_vector,
     pause_mid_write_if_asked,
+    trace_lost,
 )
 from .token_codec import PackedTokens
 
@@ -250,12 +254,15 @@ _EF_SEARCH_FLOOR = 100  # HNSW candidate list; raised to 2x the requested rows w
 
 _CHUNK_COLUMNS = "id, doc_path, title, heading_path, anchor, anchor_path, url, text, token_count"
 
-_stemmer = snowballstemmer.stemmer("porter")
+_stemmers = threading.local()  # a snowballstemmer stemmer keeps its state while it stems: one per thread
 _TOKEN = re.compile(r"\w+")  # FTS5 unicode61 with '_' as a token character
 
 
+@functools.lru_cache(maxsize=1 << 18)  # the pure-Python stemmer was two thirds of an ingest's write time
 def _lexeme(term: str) -> str:
-    return _stemmer.stemWord(term) or term  # Porter reduces a lone "s" to nothing
+    if not hasattr(_stemmers, "porter"):
+        _stemmers.porter = snowballstemmer.stemmer("porter")
+    return _stemmers.porter.stemWord(term) or term  # Porter reduces a lone "s" to nothing
 
 
 def chunk_terms(chunk: Chunk) -> tuple[dict[str, float], int]:
@@ -349,6 +356,17 @@ class PostgresStore:
                 "retry shortly: service resumes by itself when the database is back"
             ) from exc
 
+    @contextmanager
+    def _full_disk(self, lost: str, then: str = "") -> Iterator[None]:
+        """A write that finds the server's disk full (disk_full, rolled back) raises StoreFull, not the
+        StoreUnavailable ("retry shortly") that other writes get for it."""
+        try:
+            yield
+        except StoreUnavailable as exc:
+            if isinstance(exc.__cause__, psycopg.errors.DiskFull):
+                raise StoreFull(f"the database at {redacted(self.url)}", lost, then) from exc.__cause__
+            raise
+
     def _read(self, sql: str, params: tuple | dict = ()) -> list[dict]:
         with self._connection() as conn:
             return conn.execute(sql, params).fetchall()
@@ -390,7 +408,7 @@ class PostgresStore:
     def apply_ingest(self, changes: IngestChanges) -> None:
         info = changes.corpus
         corpus = info.name
-        with self._connection() as conn, conn.transaction():
+        with self._full_disk(*ingest_lost(corpus)), self._connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"citedocs-corpus:{corpus}",))
             owner = conn.execute("SELECT tenant FROM corpora WHERE name = %s", (corpus,)).fetchone()
             if owner and owner["tenant"] != info.tenant:
@@ -597,7 +615,7 @@ class PostgresStore:
         self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict, question_vector: np.ndarray | None = None
     ) -> None:
         columns = TraceColumns.of(payload)
-        with self._connection() as conn, conn.transaction():
+        with self._full_disk(*trace_lost(trace_id)), self._connection() as conn, conn.transaction():
             conn.execute(
                 "INSERT INTO traces (trace_id, corpus, created_at, payload, tenant, question, refused, reason, latency_ms,"
                 " question_vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"

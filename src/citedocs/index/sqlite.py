@@ -24,6 +24,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -52,11 +53,14 @@ from .store import (
     TRACE_COLUMNS_INDEX,
     DROPPED_INDEXES,
     IngestChanges,
+    StoreFull,
     TraceColumns,
     TraceFilter,
     TraceRow,
     packed_vector,
+    ingest_lost,
     pause_mid_write_if_asked,
+    trace_lost,
     unpacked_vector,
 )
 from .token_codec import PackedTokens
@@ -313,7 +317,7 @@ class SQLiteStore:
 
     def apply_ingest(self, changes: IngestChanges) -> None:
         corpus = changes.corpus.name
-        with self._lock:
+        with self._lock, self._full_disk(*ingest_lost(corpus)):
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
@@ -349,8 +353,19 @@ class SQLiteStore:
                 )
                 db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:  # SQLite has rolled back by itself after some errors (a full disk among them)
+                    db.execute("ROLLBACK")
                 raise
+
+    @contextmanager
+    def _full_disk(self, lost: str, then: str = "") -> Iterator[None]:
+        """A write that finds the disk full (SQLITE_FULL; it was rolled back) raises StoreFull."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            if exc.sqlite_errorcode == sqlite3.SQLITE_FULL:
+                raise StoreFull(f"the index ({self.path})", lost, then) from exc
+            raise
 
     def _delete_chunk(self, corpus: str, chunk_id: ChunkId) -> None:
         row = self._db.execute("SELECT rid FROM chunks WHERE corpus = ? AND id = ?", (corpus, chunk_id)).fetchone()
@@ -523,7 +538,7 @@ class SQLiteStore:
         self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict, question_vector: np.ndarray | None = None
     ) -> None:
         columns = TraceColumns.of(payload)
-        with self._lock:
+        with self._lock, self._full_disk(*trace_lost(trace_id)):
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
@@ -538,7 +553,8 @@ class SQLiteStore:
                 self._write_citations(trace_id, corpus.name, corpus.tenant, created_at, columns)
                 db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:  # SQLite has rolled back by itself after some errors (a full disk among them)
+                    db.execute("ROLLBACK")
                 raise
 
     def _write_citations(self, trace_id: str, corpus: str, tenant: str, created_at: str, columns: TraceColumns) -> None:
@@ -649,7 +665,8 @@ class SQLiteStore:
                 count = db.execute("DELETE FROM traces WHERE created_at < ?", (created_before,)).rowcount
                 db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:  # SQLite has rolled back by itself after some errors (a full disk among them)
+                    db.execute("ROLLBACK")
                 raise
         return count
 
@@ -749,7 +766,8 @@ class SQLiteStore:
                     )
                 db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:  # SQLite has rolled back by itself after some errors (a full disk among them)
+                    db.execute("ROLLBACK")
                 raise
         return (job, True) if active is None else (job_from_row(dict(active)), False)
 

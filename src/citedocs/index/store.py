@@ -359,6 +359,27 @@ class StoreUnavailable(RuntimeError):
     """The configured store cannot be opened; the message says what to fix."""
 
 
+class StoreFull(RuntimeError):
+    """The disk under the store ran out of space during a write, which was rolled back; the message
+    says what was lost and what to do."""
+
+    def __init__(self, where: str, lost: str, then: str = "") -> None:
+        super().__init__(
+            f"no space left on the disk that holds {where}: {lost}; free disk space there (or move it to a"
+            f" larger disk){', then ' + then if then else ''}"
+        )
+
+
+def ingest_lost(corpus: str) -> tuple[str, str]:
+    """StoreFull's ``lost`` and ``then`` for an ingest (its one transaction rolled back)."""
+    return f"the ingest of corpus {corpus!r} was rolled back and its live version keeps serving unchanged", "run the ingest again"
+
+
+def trace_lost(trace_id: str) -> tuple[str]:
+    """StoreFull's ``lost`` for an answer's trace (the answer itself is still given)."""
+    return (f"the trace {trace_id} of an answer was not saved",)
+
+
 # Fault injection for the crash-safety tests only: pause inside the write transaction so the test
 # can kill the process while the transaction is open.
 _PAUSE_IN_WRITE_ENV = "CITEDOCS_FAULT_PAUSE_IN_WRITE"

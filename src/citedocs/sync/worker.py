@@ -24,7 +24,7 @@ from datetime import timedelta
 from functools import lru_cache
 
 from .. import config
-from ..index.store import CorpusOwnedByOtherTenant, StoreUnavailable, SyncJob
+from ..index.store import CorpusOwnedByOtherTenant, StoreFull, StoreUnavailable, SyncJob
 from ..ingest.admission import PolicyError
 from ..ingest.crawl import CrawlError
 from ..ingest.pipeline import IngestError, ProgressFn
@@ -37,7 +37,7 @@ log = logging.getLogger("citedocs.sync")
 TASK = "citedocs.sync"
 POLL_S = 1.0
 # what a job reports as its own failure (the message says what to fix); anything else is logged with its traceback
-JOB_ERRORS = (SourceError, IngestError, CrawlError, PolicyError, ArchiveRejected, CorpusOwnedByOtherTenant, UnknownCorpus)
+JOB_ERRORS = (SourceError, IngestError, CrawlError, PolicyError, ArchiveRejected, CorpusOwnedByOtherTenant, UnknownCorpus, StoreFull)
 
 
 def _store_errors() -> tuple[type[BaseException], ...]:
