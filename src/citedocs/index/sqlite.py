@@ -60,6 +60,7 @@ from .store import (
     packed_vector,
     ingest_lost,
     pause_mid_write_if_asked,
+    shared_tables,
     trace_lost,
     unpacked_vector,
 )
@@ -116,79 +117,8 @@ CREATE TABLE IF NOT EXISTS traces (
     latency_ms REAL,
     question_vector BLOB
 );
-CREATE TABLE IF NOT EXISTS trace_citations (
-    trace_id TEXT NOT NULL,
-    tenant TEXT NOT NULL,
-    corpus TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    chunk_id TEXT NOT NULL,
-    content_hash TEXT
-);
-CREATE INDEX IF NOT EXISTS trace_citations_trace ON trace_citations (trace_id);
-CREATE INDEX IF NOT EXISTS trace_citations_insights ON trace_citations (tenant, corpus, chunk_id, content_hash, created_at);
-CREATE TABLE IF NOT EXISTS feedback (
-    id INTEGER PRIMARY KEY,
-    trace_id TEXT NOT NULL REFERENCES traces(trace_id),
-    verdict TEXT NOT NULL,
-    comment TEXT,
-    created_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS api_keys (
-    key_id TEXT PRIMARY KEY,
-    secret_sha256 TEXT NOT NULL UNIQUE,
-    tenant TEXT NOT NULL,
-    name TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    revoked_at TEXT,
-    scope TEXT NOT NULL DEFAULT 'full',
-    origins TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE IF NOT EXISTS admin_actions (
-    id INTEGER PRIMARY KEY,
-    at TEXT NOT NULL,
-    tenant TEXT NOT NULL,
-    key_id TEXT NOT NULL,
-    action TEXT NOT NULL,
-    target TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    detail TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE IF NOT EXISTS corpus_sources (
-    corpus TEXT PRIMARY KEY,
-    tenant TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    location TEXT NOT NULL,
-    options TEXT NOT NULL DEFAULT '{}',
-    webhook_secret TEXT,
-    next_sync_at TEXT,
-    updated_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS sync_jobs (
-    id TEXT PRIMARY KEY,
-    corpus TEXT NOT NULL,
-    tenant TEXT NOT NULL,
-    trigger TEXT NOT NULL,
-    status TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    progress TEXT NOT NULL DEFAULT '{}',
-    report TEXT,
-    error TEXT,
-    started_at TEXT,
-    finished_at TEXT,
-    heartbeat_at TEXT,
-    worker TEXT,
-    archive BLOB
-);
-CREATE UNIQUE INDEX IF NOT EXISTS sync_jobs_one_active ON sync_jobs (corpus) WHERE status IN ('queued', 'running');
-CREATE INDEX IF NOT EXISTS sync_jobs_created ON sync_jobs (created_at);
-CREATE TABLE IF NOT EXISTS webhook_deliveries (
-    corpus TEXT NOT NULL,
-    delivery_id TEXT NOT NULL,
-    received_at TEXT NOT NULL,
-    PRIMARY KEY (corpus, delivery_id)
-);
 """
+SCHEMA += shared_tables(serial_key="INTEGER PRIMARY KEY", blob="BLOB")
 
 # Columns added after the first release: (table, column, definition) for databases created before.
 _ADDED_COLUMNS = (

@@ -251,6 +251,89 @@ class TraceFilter:
         return " AND ".join(terms), tuple(params)
 
 
+# The tables both stores define alike, in either dialect: ``serial_key`` an auto-numbered primary key,
+# ``blob`` a byte string, ``job_order`` a column that orders jobs (PostgreSQL's text ids and times don't).
+SHARED_TABLES = """\
+CREATE TABLE IF NOT EXISTS trace_citations (
+    trace_id TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    corpus TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    chunk_id TEXT NOT NULL,
+    content_hash TEXT
+);
+CREATE INDEX IF NOT EXISTS trace_citations_trace ON trace_citations (trace_id);
+CREATE INDEX IF NOT EXISTS trace_citations_insights ON trace_citations (tenant, corpus, chunk_id, content_hash, created_at);
+CREATE TABLE IF NOT EXISTS feedback (
+    id {serial_key},
+    trace_id TEXT NOT NULL REFERENCES traces(trace_id),
+    verdict TEXT NOT NULL,
+    comment TEXT,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS api_keys (
+    key_id TEXT PRIMARY KEY,
+    secret_sha256 TEXT NOT NULL UNIQUE,
+    tenant TEXT NOT NULL,
+    name TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT,
+    scope TEXT NOT NULL DEFAULT 'full',
+    origins TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS admin_actions (
+    id {serial_key},
+    at TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    key_id TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS corpus_sources (
+    corpus TEXT PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    location TEXT NOT NULL,
+    options TEXT NOT NULL DEFAULT '{{}}',
+    webhook_secret TEXT,
+    next_sync_at TEXT,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sync_jobs (
+{job_order}    id TEXT PRIMARY KEY,
+    corpus TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    trigger TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    progress TEXT NOT NULL DEFAULT '{{}}',
+    report TEXT,
+    error TEXT,
+    started_at TEXT,
+    finished_at TEXT,
+    heartbeat_at TEXT,
+    worker TEXT,
+    archive {blob}
+);
+CREATE UNIQUE INDEX IF NOT EXISTS sync_jobs_one_active ON sync_jobs (corpus) WHERE status IN ('queued', 'running');
+CREATE INDEX IF NOT EXISTS sync_jobs_created ON sync_jobs (created_at);
+CREATE TABLE IF NOT EXISTS webhook_deliveries (
+    corpus TEXT NOT NULL,
+    delivery_id TEXT NOT NULL,
+    received_at TEXT NOT NULL,
+    PRIMARY KEY (corpus, delivery_id)
+);
+"""
+
+
+def shared_tables(serial_key: str, blob: str, job_order: str = "") -> str:
+    """SHARED_TABLES in one store's dialect."""
+    return SHARED_TABLES.format(serial_key=serial_key, blob=blob, job_order=job_order)
+
+
 _VOTED_DOWN = "SELECT trace_id FROM feedback WHERE verdict = 'down'"
 # index-only reads of the traces' insight columns, and of a trace's range columns by its id (feedback
 # joins): no insights scan touches the (large) payloads. traces_insights is in the order the counts
