@@ -75,6 +75,16 @@ def test_an_entrys_later_chunk_still_leads_with_the_signature_from_its_heading(c
     assert code.action != "dropped" and code.final_ids == ["library/gzip#gzip.open/2"]  # found in its heading
 
 
+def test_an_entry_quoted_from_two_of_its_chunks_shows_its_signature_once(chunks, generator, validator):
+    retrieved = [chunks["library/gzip#gzip.open/1"], chunks["library/gzip#gzip.open/2"]]
+    question = "How do I open a gzip-compressed file in text mode, and which mode strings does that take?"
+    result = validator.validate(generator.generate(question, retrieved, []).text, retrieved)
+    cited = {i for s in result.sentences for i in s.ids}
+    assert cited >= {"library/gzip#gzip.open/1", "library/gzip#gzip.open/2"}  # both chunks quoted
+    assert result.answer.count("gzip.open(filename") == 1
+    assert result.sentences[0].text.startswith("```\ngzip.open(")
+
+
 def test_a_methods_signature_is_qualified_by_its_class_entry(chunks, generator, validator):
     retrieved = [chunks["library/collections#collections.Counter.most_common/1"]]
     raw = generator.generate("How do I get the three most frequent words with their counts?", retrieved, []).text

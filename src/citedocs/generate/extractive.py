@@ -179,15 +179,17 @@ class ExtractiveGenerator:
     @staticmethod
     def _render(chosen: list[_Candidate]) -> str:
         """The chosen pieces' units in the docs' order, each piece cited to its chunk: an API
-        entry's signature first, a cut list or table followed by the cut mark, a sentence two
+        entry's signature first (once, when two of its chunks are quoted), a cut list or table followed by the cut mark, a sentence two
         chunks share once, and never an announcement last."""
         lines: dict[tuple[int, float], str] = {}
         quoted: set[str] = set()
+        signed: set[str] = set()  # the entries whose signature is quoted: once, above its first chunk
         for candidate in sorted(chosen, key=lambda c: (c.chunk_rank, c.position)):
             chunk, ids = candidate.chunk, [candidate.chunk.id]
             pieces = read_pieces(chunk.text)
             signature = entry_signature(chunk)
-            if signature is not None:
+            if signature is not None and chunk.anchor not in signed:
+                signed.add(chunk.anchor)
                 lines.setdefault((candidate.chunk_rank, -1), f"```\n{signature}\n```\n[{chunk.id}]")
             for i in candidate.unit.indices:
                 piece = pieces[i]
