@@ -7,7 +7,11 @@ on finished ``citedocs eval`` runs, that margin with rules scaled by the null di
 * ``margin``: best MaxSim minus the null median (what ships);
 * ``headroom``: that margin divided by the room above the median (1 - median);
 * ``z_sd``: that margin in null standard deviations;
-* ``above_q3`` / ``above_max``: the best MaxSim above the null scores' upper quartile / maximum.
+* ``above_q3`` / ``above_max``: the best MaxSim above the null scores' upper quartile / maximum;
+* ``span_heading`` / ``span_sentence``: the margin as a fraction of the span from the null median
+  up to the corpus's own *answered* level, the median best MaxSim of 20 questions the corpus does
+  answer, made from 20 of its chunks spread over it (their section heading, or their first
+  sentence, as the question). Both ends are measured on the corpus, neither is fitted.
 
 Each rule gets one global threshold, the one with the best refusal F1 over every given run
 together; each set's F1 at it is printed beside the shipped rule's. A case refused for another
@@ -36,7 +40,26 @@ RULES: dict[str, Rule] = {
     "z_sd": lambda best, null: (best - null["median"]) / null["sd"],
     "above_q3": lambda best, null: best - null["q3"],
     "above_max": lambda best, null: best - null["max"],
+    "span_heading": lambda best, null: (best - null["median"]) / max(1e-6, null["heading"] - null["median"]),
+    "span_sentence": lambda best, null: (best - null["median"]) / max(1e-6, null["sentence"] - null["median"]),
 }
+SELF_PROBES = 20
+
+
+def answered_levels(services: Services, corpus: str) -> dict:
+    """The median best MaxSim of questions the corpus answers: the heading, and the first sentence, of
+    ``SELF_PROBES`` chunks at even steps through its sorted ids."""
+    ids = sorted(services.store.chunk_hashes(corpus))
+    picked = [ids[i * len(ids) // SELF_PROBES] for i in range(SELF_PROBES)]
+    chunks = services.store.get_chunks(corpus, picked)
+    levels = {}
+    for kind, query in (("heading", lambda c: c.section), ("sentence", lambda c: c.text.split("\n", 1)[0][:300])):
+        scores = []
+        for chunk in chunks:
+            result = services.retriever.retrieve(corpus, query(chunk), 1, RetrievalConfig())
+            scores.append(result.confidence if result.hits else 0.0)
+        levels[kind] = statistics.median(scores)
+    return levels
 
 
 def null_distribution(services: Services, corpus: str) -> dict:
@@ -49,6 +72,7 @@ def null_distribution(services: Services, corpus: str) -> dict:
         "q3": statistics.quantiles(scores, n=4)[2],
         "sd": statistics.stdev(scores),
         "max": max(scores),
+        **answered_levels(services, corpus),
     }
 
 
@@ -75,7 +99,10 @@ def main() -> None:
             observations.append((Path(folder).name, row["should_refuse"], best, nulls[corpus], other))
     sets = sorted({o[0] for o in observations})
     for corpus, null in nulls.items():
-        print(f"{corpus}: null median {null['median']:.3f} q3 {null['q3']:.3f} sd {null['sd']:.3f} max {null['max']:.3f}")
+        print(
+            f"{corpus}: null median {null['median']:.3f} q3 {null['q3']:.3f} sd {null['sd']:.3f} max {null['max']:.3f}"
+            f" answered (heading) {null['heading']:.3f} (sentence) {null['sentence']:.3f}"
+        )
     print("rule        threshold  all    " + " ".join(f"{s:>16}" for s in sets))
     shipped_row = {s: f1([(sr, o or b - n["median"] < shipped) for st, sr, b, n, o in observations if st == s]) for s in sets}
     overall = f1([(sr, o or b - n["median"] < shipped) for _, sr, b, n, o in observations])

@@ -75,6 +75,30 @@ def test_an_entrys_later_chunk_still_leads_with_the_signature_from_its_heading(c
     assert code.action != "dropped" and code.final_ids == ["library/gzip#gzip.open/2"]  # found in its heading
 
 
+def test_an_entry_quoted_from_two_of_its_chunks_shows_its_signature_once(chunks, generator, validator):
+    retrieved = [chunks["library/gzip#gzip.open/1"], chunks["library/gzip#gzip.open/2"]]
+    question = "How do I open a gzip-compressed file in text mode, and which mode strings does that take?"
+    result = validator.validate(generator.generate(question, retrieved, []).text, retrieved)
+    cited = {i for s in result.sentences for i in s.ids}
+    assert cited >= {"library/gzip#gzip.open/1", "library/gzip#gzip.open/2"}  # both chunks quoted
+    assert result.answer.count("gzip.open(filename") == 1
+    assert result.sentences[0].text.startswith("```\ngzip.open(")
+
+
+def test_a_second_api_entry_among_the_top_chunks_is_quoted_with_its_signature(generator, validator):
+    # the question is about insort, but bisect_left's sentence scores best: both entries are named
+    pages = python_docs_chunks("library/bisect.html")
+    retrieved = [pages["library/bisect#bisect.bisect_left/1"], pages["library/bisect#bisect.insort/1"]]
+    question = "How do I put a new item into a list that is already sorted so that it stays sorted?"
+    result = validator.validate(generator.generate(question, retrieved, []).text, retrieved)
+    signatures = [s.text for s in result.sentences if s.text.startswith("```")]
+    assert signatures == [
+        "```\nbisect.bisect_left(a, x, lo=0, hi=len(a), *, key=None)\n```",
+        "```\nbisect.insort(a, x, lo=0, hi=len(a), *, key=None)\n```",
+    ]
+    assert any(s.ids == ["library/bisect#bisect.insort/1"] and not s.text.startswith("```") for s in result.sentences)
+
+
 def test_a_methods_signature_is_qualified_by_its_class_entry(chunks, generator, validator):
     retrieved = [chunks["library/collections#collections.Counter.most_common/1"]]
     raw = generator.generate("How do I get the three most frequent words with their counts?", retrieved, []).text
@@ -198,6 +222,14 @@ def test_the_quote_answer_style_quotes_the_same_units(chunks, generator):
         assert quoting.generate(question, retrieved, []).text == generator.generate(question, retrieved, []).text
     finally:
         quoting.close()
+
+
+def test_an_entry_whose_signature_opens_with_its_kind_is_an_api_entry():
+    # "classmethod datetime.fromisoformat(date_string)" under #datetime.datetime.fromisoformat
+    from citedocs.generate.units import entry_signature
+
+    chunk = python_docs_chunks("library/datetime.html")["library/datetime#datetime.datetime.fromisoformat/2"]
+    assert entry_signature(chunk) == "classmethod datetime.fromisoformat(date_string)"
 
 
 def test_a_changelog_version_heading_is_not_an_api_entry():

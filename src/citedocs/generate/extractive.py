@@ -49,6 +49,7 @@ _AMOUNT = re.compile(
 )
 
 
+MAX_ENTRIES = 2  # API entries an answer quotes at most
 _CODE_BONUS = 0.2  # how far ahead a sentence naming code competes (see ``_choose``)
 
 
@@ -179,15 +180,17 @@ class ExtractiveGenerator:
     @staticmethod
     def _render(chosen: list[_Candidate]) -> str:
         """The chosen pieces' units in the docs' order, each piece cited to its chunk: an API
-        entry's signature first, a cut list or table followed by the cut mark, a sentence two
+        entry's signature first (once, when two of its chunks are quoted), a cut list or table followed by the cut mark, a sentence two
         chunks share once, and never an announcement last."""
         lines: dict[tuple[int, float], str] = {}
         quoted: set[str] = set()
+        signed: set[str] = set()  # the entries whose signature is quoted: once, above its first chunk
         for candidate in sorted(chosen, key=lambda c: (c.chunk_rank, c.position)):
             chunk, ids = candidate.chunk, [candidate.chunk.id]
             pieces = read_pieces(chunk.text)
             signature = entry_signature(chunk)
-            if signature is not None:
+            if signature is not None and chunk.anchor not in signed:
+                signed.add(chunk.anchor)
                 lines.setdefault((candidate.chunk_rank, -1), f"```\n{signature}\n```\n[{chunk.id}]")
             for i in candidate.unit.indices:
                 piece = pieces[i]
@@ -243,15 +246,28 @@ class ExtractiveGenerator:
         lead = next((c for c in prose if c.chunk_rank == 0), None)  # a section's opening states its point
         if lead is not None and lead not in chosen and lead.score >= 0.7 * best.score and len(chosen) < self.max_units:
             chosen.append(lead)
-        # an API question is about the API entry among the top chunks whose sentence answers it best:
-        # that sentence comes, whatever its score beside other sections' (its signature with it, ``_render``)
-        entry = max((c for c in prose if entry_signature(c.chunk) is not None), key=lambda c: c.score, default=None)
-        if entry is not None and entry not in chosen and len(chosen) < self.max_units:
-            chosen.append(entry)
         # A sentence that names code (an option, a command, a function: what how-to answers hinge on)
         # qualifies down to 0.6 x the best score and competes for the last slots 0.2 ahead of prose
         # that names none (2026-11-25, every dev set: keyword correctness up on four, down on none).
         code_floor = max(self.min_sentence_score, 0.6 * best.score)
+        # an API question is about the API entry among the top chunks whose sentence answers it best:
+        # that sentence comes, whatever its score beside other sections' (its signature with it,
+        # ``_render``); a second entry's best sentence comes too where it qualifies as code does
+        # (``bisect_left`` ranked above ``insort`` for "add a value at the right position")
+        entries: dict[str, _Candidate] = {}  # each entry's best sentence, best entry first
+        for candidate in sorted(prose, key=lambda c: -c.score):
+            if entry_signature(candidate.chunk) is not None:
+                entries.setdefault(candidate.chunk.anchor, candidate)
+        ranked = list(entries.values())
+        if ranked and ranked[0] not in chosen and len(chosen) < self.max_units:
+            chosen.append(ranked[0])
+        quoted = {c.chunk.anchor for c in chosen} & entries.keys()
+        for candidate in ranked:
+            if len(chosen) >= self.max_units or len(quoted) >= MAX_ENTRIES or candidate.score < code_floor:
+                break
+            if candidate.chunk.anchor not in quoted:
+                chosen.append(candidate)
+                quoted.add(candidate.chunk.anchor)
         rest = sorted(
             (c for c in prose if c not in chosen and (c.score >= floor or (_names_code(c) and c.score >= code_floor))),
             key=lambda c: -(c.score + _CODE_BONUS * _names_code(c)),

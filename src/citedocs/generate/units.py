@@ -231,7 +231,7 @@ def _is_entry(heading: str, anchor: str) -> bool:
         return False  # "9.5.9" under "#9.5.9" is a changelog's version, not an API
     if anchor in heading and ("." in anchor or "(" in heading):
         return True
-    name = heading.split("(")[0].strip()
+    name = _SIGNATURE_PREFIX.sub("", heading).split("(")[0].strip()  # "classmethod datetime.fromisoformat(...)"
     return bool(name) and " " not in name and anchor.endswith(("." + name, "-" + name))
 
 
