@@ -99,6 +99,22 @@ def test_a_second_api_entry_among_the_top_chunks_is_quoted_with_its_signature(ge
     assert any(s.ids == ["library/bisect#bisect.insort/1"] and not s.text.startswith("```") for s in result.sentences)
 
 
+def test_an_api_question_leads_with_its_entry_even_below_a_guide_section(chunks, generator, validator):
+    # retrieval ranked an API entry first, so the question is about an entry: the entry that answers
+    # it leads (signature, then description), ahead of a guide section ranked above that entry
+    guide = made_chunk(
+        "counting-words",
+        "Counting the words of a text and finding the most frequent words with their counts is a classic exercise.",
+        heading="Counting words",
+    )
+    retrieved = [chunks["library/gzip#gzip.open/1"], guide, chunks["library/collections#collections.Counter.most_common/1"]]
+    question = "How do I get the three most frequent words of a text with their counts?"
+    result = validator.validate(generator.generate(question, retrieved, []).text, retrieved)
+    assert any(s.ids == ["guide#counting-words/1"] for s in result.sentences)  # the guide is quoted, after it
+    assert result.sentences[0].text == "```\nclass collections.Counter([iterable-or-mapping])\nmost_common([n])\n```"
+    assert result.sentences[1].ids == ["library/collections#collections.Counter.most_common/1"]
+
+
 def test_a_methods_signature_is_qualified_by_its_class_entry(chunks, generator, validator):
     retrieved = [chunks["library/collections#collections.Counter.most_common/1"]]
     raw = generator.generate("How do I get the three most frequent words with their counts?", retrieved, []).text

@@ -80,6 +80,19 @@ def _carries_code(candidate: _Candidate) -> bool:
     return any(pieces[i].kind == "code" for i in candidate.unit.indices)
 
 
+def _lead_entry(chosen: list[_Candidate], chunks: Sequence[Chunk]) -> tuple[str, str] | None:
+    """The page and anchor of the API entry an answer leads with: when retrieval ranked an API entry first,
+    the question is about an entry, and the quoted entry whose sentence answers it best comes first
+    (its signature, then its description), even where a guide section ranked above it."""
+    if not chunks or entry_signature(chunks[0]) is None:
+        return None
+    entries = [c for c in chosen if not c.is_code and entry_signature(c.chunk) is not None]
+    if not entries:
+        return None
+    lead = max(entries, key=lambda c: c.score).chunk
+    return lead.doc_path, lead.anchor
+
+
 def _next_chunks(chunks: Sequence[Chunk]) -> dict[str, Chunk]:
     """Each retrieved chunk's successor in its section (``page#anchor/2`` after ``/1``), where retrieved too."""
     by_id = {c.id: c for c in chunks}
@@ -175,40 +188,45 @@ class ExtractiveGenerator:
             if stated is None or stated.score < self.min_sentence_score:
                 return self._decline("no sentence in the retrieved docs states the amount the question asks for")
             chosen.append(stated)
-        return Generation(text=self._render(chosen), backend=self.name, model=self.model, prompt_version=PROMPT_VERSION)
+        return Generation(text=self._render(chosen, _lead_entry(chosen, chunks)), backend=self.name, model=self.model, prompt_version=PROMPT_VERSION)
 
     @staticmethod
-    def _render(chosen: list[_Candidate]) -> str:
-        """The chosen pieces' units in the docs' order, each piece cited to its chunk: an API
-        entry's signature first (once, when two of its chunks are quoted), a cut list or table followed by the cut mark, a sentence two
-        chunks share once, and never an announcement last."""
-        lines: dict[tuple[int, float], str] = {}
+    def _render(chosen: list[_Candidate], lead: tuple[str, str] | None = None) -> str:
+        """The chosen pieces' units in the docs' order (the ``lead`` entry's chunks first), each piece
+        cited to its chunk: an API entry's signature first (once, when two of its chunks are quoted),
+        a cut list or table followed by the cut mark, a sentence two chunks share once, and never an
+        announcement last."""
+        lines: dict[tuple[bool, int, float], str] = {}
         quoted: set[str] = set()
         signed: set[str] = set()  # the entries whose signature is quoted: once, above its first chunk
-        for candidate in sorted(chosen, key=lambda c: (c.chunk_rank, c.position)):
+
+        def place(candidate: _Candidate, at: float) -> tuple[bool, int, float]:
+            return ((candidate.chunk.doc_path, candidate.chunk.anchor) != lead, candidate.chunk_rank, at)
+
+        for candidate in sorted(chosen, key=lambda c: place(c, c.position)):
             chunk, ids = candidate.chunk, [candidate.chunk.id]
             pieces = read_pieces(chunk.text)
             signature = entry_signature(chunk)
             if signature is not None and chunk.anchor not in signed:
                 signed.add(chunk.anchor)
-                lines.setdefault((candidate.chunk_rank, -1), f"```\n{signature}\n```\n[{chunk.id}]")
+                lines.setdefault(place(candidate, -1), f"```\n{signature}\n```\n[{chunk.id}]")
             for i in candidate.unit.indices:
                 piece = pieces[i]
                 if signature is not None and piece.text.strip("`") == signature.split("\n")[-1]:
                     continue  # already quoted, as code
                 if piece.kind == "code" or piece.text not in quoted:
                     quoted.add(piece.text)
-                    lines.setdefault((candidate.chunk_rank, i), _quoted(piece, chunk.id))
+                    lines.setdefault(place(candidate, i), _quoted(piece, chunk.id))
             if candidate.unit.cut:
-                lines.setdefault((candidate.chunk_rank, candidate.unit.indices[-1] + 0.5), with_markers(CUT_MARK, ids))
+                lines.setdefault(place(candidate, candidate.unit.indices[-1] + 0.5), with_markers(CUT_MARK, ids))
             if candidate.continuation is not None:  # right after the announcement, cited to the next chunk
                 following, rest = candidate.continuation
                 key = candidate.unit.indices[-1]
                 step = 1 / (len(rest.indices) + 2)  # their keys fall between the announcement's and the next piece's
                 for n, piece in enumerate(read_pieces(following.text)[i] for i in rest.indices):
-                    lines.setdefault((candidate.chunk_rank, key + (n + 1) * step), _quoted(piece, following.id))
+                    lines.setdefault(place(candidate, key + (n + 1) * step), _quoted(piece, following.id))
                 if rest.cut:
-                    lines.setdefault((candidate.chunk_rank, key + 1 - step), with_markers(CUT_MARK, [following.id]))
+                    lines.setdefault(place(candidate, key + 1 - step), with_markers(CUT_MARK, [following.id]))
         ordered = [lines[key] for key in sorted(lines)]
         # an announcement, or a term whose definition was quoted from another chunk, says nothing last
         while ordered and not ordered[-1].startswith("```") and _dangles(without_citations(ordered[-1]).strip()):
