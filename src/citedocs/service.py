@@ -24,7 +24,7 @@ from .ingest.crawl import CrawlError, CrawlReport, CrawlSettings, crawl, crawl_s
 from .ingest.detect import plan_ingest
 from .ingest.pipeline import IngestError, IngestReport, ProgressFn, find_documents, ingest_corpus
 from .ingest.readers import available_readers, for_site
-from .retrieve.hybrid import HybridRetriever, RetrievalConfig, RetrievalResult
+from .retrieve.hybrid import CorpusModels, HybridRetriever, RetrievalConfig, RetrievalResult
 from .retrieve.rerank import default_reranker
 from .ask import AskPipeline
 from .contract import MAX_QUESTION_CHARS, AskRequest, AskResponse, CorpusSummary, Passage, SearchResponse
@@ -129,19 +129,16 @@ class Services:
     @cached_property
     def retriever(self) -> HybridRetriever:
         return HybridRetriever(
-            self.store, self.encoder, default_reranker(self.store.token_vectors), self.dense_model, self.query_model
+            self.store, self.encoder, default_reranker(self.store.token_vectors), self.corpus_models
         )
 
-    def query_model(self, corpus: str) -> BiEncoder:
-        """The bi-encoder runtime that embedded ``corpus`` (its pipeline string says), for its queries."""
+    def corpus_models(self, corpus: str) -> CorpusModels:
+        """The bi-encoder runtime and the dense model that embedded ``corpus`` (its pipeline string
+        says), so its queries are encoded by the same ones whatever the settings say now."""
         info = self.store.get_corpus(corpus)
-        return query_encoder(info.pipeline, self.encoder) if info is not None else self.encoder
-
-    def dense_model(self, corpus: str) -> BiEncoder | None:
-        """The model that embedded ``corpus``'s dense vectors (its pipeline string says; None: the
-        bi-encoder), so its queries are encoded by the same one whatever dense_model says now."""
-        info = self.store.get_corpus(corpus)
-        return dense_encoder(corpus_dense_choice(info.pipeline)) if info is not None else None
+        if info is None:
+            return CorpusModels(self.encoder)
+        return CorpusModels(query_encoder(info.pipeline, self.encoder), dense_encoder(corpus_dense_choice(info.pipeline)))
 
     @cached_property
     def question_vectors(self) -> EmbeddingCache:

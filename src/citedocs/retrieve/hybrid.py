@@ -57,8 +57,13 @@ def reciprocal_rank_fusion(rankings: list[list[ChunkId]], k: int = RRF_K) -> dic
     return scores
 
 
-DenseModels = Callable[[str], BiEncoder | None]  # corpus -> the model its dense vectors came from (None: ``encoder``)
-QueryEncoders = Callable[[str], BiEncoder]  # corpus -> the bi-encoder runtime its stored MiniLM vectors came from
+@dataclass(frozen=True)
+class CorpusModels:
+    """The models a corpus's stored vectors came from (its pipeline string says), so that its queries
+    are embedded alike whatever this process's settings are now."""
+
+    query: BiEncoder  # the bi-encoder runtime of its MiniLM vectors (the reranker's tokens; dense too when ``dense`` is None)
+    dense: BiEncoder | None = None  # the model of its dense vectors, when another than ``query``
 
 
 class HybridRetriever:
@@ -67,22 +72,22 @@ class HybridRetriever:
         store: Store,
         encoder: BiEncoder,
         reranker: Reranker | None = None,
-        dense_models: DenseModels | None = None,
-        query_encoders: QueryEncoders | None = None,
+        corpus_models: Callable[[str], CorpusModels] | None = None,
     ) -> None:
         self.store = store
         self.encoder = encoder
         self.reranker = reranker
-        self.dense_models = dense_models or (lambda corpus: None)
-        self.query_encoders = query_encoders or (lambda corpus: encoder)
+        self.corpus_models = corpus_models or (lambda corpus: CorpusModels(encoder))
 
     def bm25(self, corpus: str, query: str, limit: int) -> list[tuple[ChunkId, float]]:
         return self.store.lexical_search(corpus, query_terms(query), limit)
 
     def encode_query(self, query: str, corpus: str | None = None) -> QueryEncoding:
-        """With ``corpus``, by the runtime that embedded that corpus (``query_encoders``), so the
+        """With ``corpus``, by the runtime that embedded that corpus (``corpus_models``), so the
         query's vectors compare with the stored ones whatever this process's own runtime is."""
-        encoder = self.encoder if corpus is None else self.query_encoders(corpus)
+        return self._encode(query, self.encoder if corpus is None else self.corpus_models(corpus).query)
+
+    def _encode(self, query: str, encoder: BiEncoder) -> QueryEncoding:
         vector, tokens = encoder.encode_with_tokens([query], LATE_INTERACTION_TOKENS)[0]
         if encoder is self.encoder:
             remember_question(query, vector)  # the extractive backend scores sentences against the same vector
@@ -110,9 +115,10 @@ class HybridRetriever:
             return out
 
         reranking = config.rerank and self.reranker is not None
+        models = self.corpus_models(corpus)  # one lookup of the corpus's pipeline a query
         encoding = None
         if config.mode in ("dense", "hybrid") or reranking:
-            encoding = timed("encode", self.encode_query, query, corpus)
+            encoding = timed("encode", self._encode, query, models.query)
         rankings: list[list[ChunkId]] = []
         if config.mode in ("bm25", "hybrid"):
             lexical = timed("bm25", self.bm25, corpus, query, config.candidates)
@@ -120,8 +126,7 @@ class HybridRetriever:
                 stages.setdefault(cid, {}).update(bm25_rank=rank, bm25_score=score)
             rankings.append([cid for cid, _ in lexical])
         if config.mode in ("dense", "hybrid"):
-            dense_model = self.dense_models(corpus)
-            vector = encoding.vector if dense_model is None else timed("encode_dense", dense_model.encode, [query])[0]
+            vector = encoding.vector if models.dense is None else timed("encode_dense", models.dense.encode, [query])[0]
             semantic = timed("dense", self.dense, corpus, vector, config.candidates)
             for rank, (cid, score) in enumerate(semantic, start=1):
                 stages.setdefault(cid, {}).update(dense_rank=rank, dense_score=score)
@@ -129,7 +134,7 @@ class HybridRetriever:
 
         if expansion and config.mode == "hybrid":
             rankings += timed(
-                "expansion", self._expansion_rankings, corpus, expansion, config.candidates, dense_model or self.query_encoders(corpus)
+                "expansion", self._expansion_rankings, corpus, expansion, config.candidates, models.dense or models.query
             )
 
         fused = timed("fuse", reciprocal_rank_fusion, rankings)
