@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from citedocs.cli import app as cli
-from citedocs.service import InvalidKeyOrigins, Services
+from citedocs.service import InvalidKeyOrigins, Services, UnknownKey
 
 from conftest import BACKENDS, copy_of_small_home, open_services, running_server
 
@@ -67,8 +67,11 @@ def test_admin_routes_refuse_full_and_publishable_keys(server, keys, kind):
 def test_an_admin_key_reads_only_its_own_tenants_audit_log(server, keys):
     own = httpx.get(f"{server}/admin/audit", headers=bearer(keys["admin"])).json()["actions"]
     other = httpx.get(f"{server}/admin/audit", headers=bearer(keys["other_admin"])).json()["actions"]
-    assert [a["target"] for a in own] == ["default-docs"] and own[0]["tenant"] == "default"
-    assert [a["target"] for a in other] == ["acme-docs"] and other[0]["tenant"] == "acme"
+    # newest first: the fixture's sync entry, then the operator's CLI creating this tenant's keys
+    assert [(a["action"], a["key_id"]) for a in own] == [("corpus.sync", own[0]["key_id"])] + [("key.create", "cli")] * 3
+    assert own[0]["target"] == "default-docs" and {a["tenant"] for a in own} == {"default"}
+    assert [a["target"] for a in other][0] == "acme-docs" and {a["tenant"] for a in other} == {"acme"}
+    assert len(other) == 2
 
 
 def test_an_admin_key_also_asks_like_a_full_key(server, keys):
@@ -81,6 +84,7 @@ def test_a_key_cannot_be_both_admin_and_publishable(tmp_path):
     with pytest.raises(InvalidKeyOrigins, match="never sit in a public page"):
         services.create_key("acme", admin=True, publishable=True, origins=[SITE])
     assert services.keys() == []
+    assert [(a.action, a.outcome) for a in services.admin_actions("acme")] == [("key.create", "rejected")]
     services.store.close()
 
 
@@ -91,10 +95,15 @@ def test_the_audit_log_keeps_each_admin_action_newest_first(request, store_backe
         key, secret = services.create_key("acme", "ops", admin=True)
         assert secret.startswith("cda_") and key.admin and key.scope == "admin"
         services.audit(key, "corpus.upload", "acme-docs", "rejected", "entry escapes the root: ../etc/passwd")
-        services.audit(None, "key.revoke", "key_123")
+        with pytest.raises(UnknownKey):
+            services.revoke_key("key_123", "acme", by=key)
         newest = services.admin_actions()
-        assert [(a.action, a.key_id) for a in newest] == [("key.revoke", "cli"), ("corpus.upload", key.key_id)]
-        assert [a.outcome for a in services.admin_actions("acme")] == ["rejected"]
+        assert [(a.action, a.key_id, a.outcome) for a in newest] == [
+            ("key.revoke", key.key_id, "unknown_key"),
+            ("corpus.upload", key.key_id, "rejected"),
+            ("key.create", "cli", "ok"),
+        ]
+        assert services.admin_actions("default") == []
     finally:
         services.store.close()
 

@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from citedocs.cli import app
+from citedocs.index import open_store
 from citedocs.ingest.detect import DetectionError, detect, plan_ingest
 from conftest import write_docs
 
@@ -106,10 +107,10 @@ def test_cli_detects_mkdocs_says_why_and_remembers_the_format(tmp_home, tmp_path
     assert "definition lists off, as remembered for this corpus" in out  # the config named no def_list
 
 
-def test_cli_names_a_missing_reader_clearly(tmp_home, tmp_path):
-    docs = write_docs(tmp_path / "d", {"conf.py": "project = 'x'\n", "index.rst": "Title\n=====\n"})
-    result = CliRunner().invoke(app, ["ingest", str(docs), "--corpus", "r", "--format", "rst"], env={"COLUMNS": "300"})
+def test_cli_names_an_unknown_format_and_the_known_ones(tmp_home, tmp_path):
+    docs = write_docs(tmp_path / "d", {"index.adoc": "= Title\n"})
+    result = CliRunner().invoke(app, ["ingest", str(docs), "--corpus", "a", "--format", "asciidoc"], env={"COLUMNS": "300"})
     out = cli_output(result)
-    if "no 'rst' reader" not in out:
-        pytest.skip("this build has an rst reader")
-    assert result.exit_code == 2 and "available:" in out
+    assert result.exit_code == 2, out
+    assert "unknown docs format 'asciidoc'" in out and "mdx, mkdocs, vitepress, rst, html" in out
+    assert "a" not in [c.name for c in open_store().list_corpora()]

@@ -206,6 +206,21 @@ def test_cli_ingest_remembers_the_folder_and_sync_reads_it_again(tmp_home, small
     assert unknown.exit_code == 2 and "unknown corpus 'nope'" in unknown.output
 
 
+def test_the_operators_syncs_and_webhook_secrets_are_in_the_audit_log(syncs, small_docs):
+    ingested(syncs, small_docs)
+    run_sync(syncs)
+    with pytest.raises(UnknownCorpus):
+        syncs.start("nope", "cli")
+    syncs.rotate_webhook_secret(CORPUS)
+    syncs.start(CORPUS, "schedule")  # not someone's action: not in the log
+    newest = [(a.action, a.target, a.key_id, a.outcome) for a in syncs.services.admin_actions()]
+    assert newest == [
+        ("webhook.secret", CORPUS, "cli", "ok"),
+        ("corpus.sync", "nope", "cli", "unknown_corpus"),
+        ("corpus.sync", CORPUS, "cli", "ok"),
+    ]
+
+
 GATE_CASES = [
     {"id": "gate-1", "question": "How do I deploy my Astro site to Heroku?", "bucket": "answerable", "should_refuse": False,
      "expected_sources": [HEROKU]},

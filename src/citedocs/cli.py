@@ -767,7 +767,6 @@ def keys_create(
         key, secret = services.create_key(tenant, name, publishable, origin or (), admin=admin)
     except (InvalidName, InvalidKeyOrigins) as exc:
         fail(str(exc))
-    services.audit(None, "key.create", key.key_id, detail=f"{key.scope} key", tenant=key.tenant)
     kind = f"{key.scope} key {key.key_id}" if key.scope != "full" else key.key_id
     origins = f" (origins {', '.join(key.origins)})" if key.publishable else ""
     err.print(f"created {kind} for tenant {key.tenant}{origins}; the key below is shown only once:")
@@ -784,7 +783,6 @@ def keys_revoke(key_id: Annotated[str, typer.Argument(help="The key id (from `ci
         key = services.revoke_key(key_id)
     except UnknownKey as exc:
         fail(str(exc))
-    services.audit(None, "key.revoke", key.key_id, tenant=key.tenant)
     console.print(f"revoked {key.key_id} (tenant {key.tenant}) at {key.revoked_at}")
 
 
@@ -1041,7 +1039,6 @@ def sources_webhook_secret(corpus: Annotated[str, typer.Argument(help="Corpus na
         secret = syncs.rotate_webhook_secret(corpus)
     except UnknownCorpus as exc:
         fail(str(exc))
-    syncs.services.audit(None, "webhook.secret", corpus, tenant=syncs.source(corpus).tenant)
     err.print(f"webhook secret for corpus {corpus} (any previous one stops working); shown only once:")
     print(secret)
 

@@ -23,7 +23,6 @@ from .ingest.admission import approve, default_report_path, remember_policy, res
 from .ingest.crawl import CrawlError, CrawlReport, CrawlSettings, crawl, crawl_scope, is_url
 from .ingest.detect import plan_ingest
 from .ingest.pipeline import IngestError, IngestReport, ProgressFn, find_documents, ingest_corpus
-from .ingest.readers import available_readers, for_site
 from .retrieve.hybrid import CorpusModels, HybridRetriever, RetrievalConfig, RetrievalResult
 from .retrieve.rerank import default_reranker
 from .ask import AskPipeline
@@ -250,12 +249,6 @@ class Services:
                 "the Astro docs' site, would be wrong: pass --base-url with the address the site is published at "
                 "(e.g. --base-url https://docs.example.com/) so that citations link to your pages. Nothing was changed."
             )
-        readers = available_readers()
-        if plan.format not in readers:
-            raise IngestError(
-                f"{plan.describe()}: this citedocs has no {plan.format!r} reader (available: "
-                f"{', '.join(sorted(readers))}); pass --format with one of those if the docs are in that format."
-            )
         policy = resolve_policy(corpus, admission)
         try:
             with telemetry.job("ingest", **{"citedocs.corpus": corpus}) as steps:
@@ -268,7 +261,7 @@ class Services:
                     steps.wrap(progress),
                     policy,
                     tenant,
-                    for_site(readers[plan.format], plan.site),
+                    plan.reader(),
                     max_file_bytes=max_file_bytes,
                 )
         except IngestError as exc:  # what was detected often says why (a conf.py that is not valid Python)
@@ -445,12 +438,25 @@ class Services:
         publishable: bool = False,
         origins: Sequence[str] = (),
         admin: bool = False,
+        by: ApiKey | None = None,
     ) -> tuple[ApiKey, str]:
         """A new key for ``tenant``: its record and the secret, which is shown once and never stored.
 
         A publishable key (for the widget, in a public page) needs the origins of the pages that
-        embed it, checked like ``cors_origins``; a full or admin key takes none.
+        embed it, checked like ``cors_origins``; a full or admin key takes none. The audit log gets
+        the creation or the rejection, made ``by`` an admin key (None: the operator's CLI).
         """
+        try:
+            key, secret = self._new_key(tenant, name, publishable, origins, admin)
+        except (InvalidName, InvalidKeyOrigins) as exc:
+            self.audit(by, "key.create", name or "(unnamed)", "rejected", str(exc), tenant=tenant)
+            raise
+        self.audit(by, "key.create", key.key_id, detail=f"{key.scope} key", tenant=key.tenant)
+        return key, secret
+
+    def _new_key(
+        self, tenant: str, name: str | None, publishable: bool, origins: Sequence[str], admin: bool
+    ) -> tuple[ApiKey, str]:
         check_name("tenant", tenant)
         if admin and publishable:
             raise InvalidKeyOrigins("a key is either --admin or --publishable: an admin key must never sit in a public page")
@@ -470,13 +476,15 @@ class Services:
         self.store.add_api_key(key, secret_sha256(secret))
         return key, secret
 
-    def revoke_key(self, key_id: str, tenant: str | None = None) -> ApiKey:
-        """Revoke a key; with ``tenant``, only one of that tenant's (another's is reported as unknown)."""
-        if tenant is not None and not any(k.key_id == key_id for k in self.store.list_api_keys(tenant)):
-            raise UnknownKey(key_id)
-        key = self.store.revoke_api_key(key_id, _now().isoformat(timespec="seconds"))
+    def revoke_key(self, key_id: str, tenant: str | None = None, by: ApiKey | None = None) -> ApiKey:
+        """Revoke a key; with ``tenant``, only one of that tenant's (another's is reported as unknown).
+        The audit log gets the outcome, made ``by`` an admin key (None: the operator's CLI)."""
+        owned = tenant is None or any(k.key_id == key_id for k in self.store.list_api_keys(tenant))
+        key = self.store.revoke_api_key(key_id, _now().isoformat(timespec="seconds")) if owned else None
         if key is None:
+            self.audit(by, "key.revoke", key_id, "unknown_key", tenant=tenant)
             raise UnknownKey(key_id)
+        self.audit(by, "key.revoke", key.key_id, tenant=key.tenant)
         return key
 
     def keys(self, tenant: str | None = None) -> list[ApiKey]:

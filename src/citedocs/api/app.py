@@ -216,28 +216,18 @@ def create_app(services: Services | None = None) -> FastAPI:
     @app.post("/admin/keys", status_code=201, responses={**BODY_ERRORS, **GUARDED})
     def admin_create_key(body: NewKeyRequest, key: AdminKey) -> dict:
         """A new key for the admin key's own tenant; its secret is in this response only."""
-        services = svc()
         try:
-            made, secret = services.create_key(
-                key.tenant, body.name, body.scope == "publishable", body.origins, admin=body.scope == "admin"
+            made, secret = svc().create_key(
+                key.tenant, body.name, body.scope == "publishable", body.origins, admin=body.scope == "admin", by=key
             )
         except InvalidKeyOrigins as exc:
-            services.audit(key, "key.create", body.name or "(unnamed)", "rejected", str(exc))
             return _error(422, "invalid_key_request", str(exc))
-        services.audit(key, "key.create", made.key_id, detail=f"{made.scope} key")
         return {"key": made.as_dict(), "secret": secret}
 
     @app.post("/admin/keys/{key_id}/revoke", responses={404: {"model": ErrorBody}, **GUARDED})
     def admin_revoke_key(key_id: str, key: AdminKey) -> dict:
         """Revoke one of the tenant's keys (another tenant's is unknown here)."""
-        services = svc()
-        try:
-            revoked = services.revoke_key(key_id, key.tenant)
-        except UnknownKey:
-            services.audit(key, "key.revoke", key_id, "unknown_key")
-            raise
-        services.audit(key, "key.revoke", key_id)
-        return {"key": revoked.as_dict()}
+        return {"key": svc().revoke_key(key_id, key.tenant, by=key).as_dict()}
 
     @app.post("/ask", response_model=AskResponse, responses={**BODY_ERRORS, **ERRORS, **GUARDED})
     def ask(body: AskRequest, request: Request, tenant: Tenant) -> AskResponse:

@@ -63,11 +63,9 @@ def create_router(services: Callable[[], Services], admin_caller: Callable[[Requ
     def admin_sync(name: str, key: AdminKey):
         """Queue a sync of the corpus; a corpus with a queued or running sync returns that job (200)."""
         try:
-            job, created = syncs().start(name, "admin", key.tenant)
+            job, created = syncs().start(name, "admin", key.tenant, by=key)
         except UnknownCorpus as exc:
-            services().audit(key, "corpus.sync", name, "unknown_corpus", str(exc))
             return _error(404, "unknown_corpus", str(exc))
-        services().audit(key, "corpus.sync", name, "ok" if created else "already_active", job.id)
         return JSONResponse(job_body(job, created), status_code=202 if created else 200)
 
     @router.post("/admin/corpora/{name}/archive", status_code=202, responses={**BODY_ERRORS, **GUARDED, **ERRORS, **_errors(409)})
@@ -82,17 +80,13 @@ def create_router(services: Callable[[], Services], admin_caller: Callable[[Requ
         then synced by a worker. The live version keeps serving until the new one is complete."""
         data = await request.body()
         try:
-            job = syncs().upload(name, data, key.tenant, base_url, docs_format)
+            job = syncs().upload(name, data, key, base_url, docs_format)
         except ArchiveRejected as exc:
-            services().audit(key, "corpus.upload", name, "rejected", str(exc)[:1000])
             return _error(422, "archive_rejected", exc.summary, problems=exc.problems)
         except (InvalidName, CorpusOwnedByOtherTenant) as exc:
-            services().audit(key, "corpus.upload", name, "rejected", str(exc))
             return _error(409 if isinstance(exc, CorpusOwnedByOtherTenant) else 422, "invalid_corpus", str(exc))
         except JobBusy as exc:
-            services().audit(key, "corpus.upload", name, "busy", str(exc))
             return _error(409, "sync_in_progress", str(exc), job=exc.job.as_dict())
-        services().audit(key, "corpus.upload", name, "ok", f"{len(data):,} bytes; {job.id}")
         return job_body(job)
 
     @router.get("/admin/jobs", responses={**GUARDED, **ERRORS})
@@ -118,21 +112,14 @@ def create_router(services: Callable[[], Services], admin_caller: Callable[[Requ
             return _limited(exc)
         body = await request.body()
         headers = {k.lower(): v for k, v in request.headers.items()}
-        service = services()
-        owner = service.store.get_source(name)
-        tenant = owner.tenant if owner else None
         try:
             job, created = syncs().webhook(name, body, headers, lambda: hook_limiter.take(f"corpus:{name}"))
         except RateLimited as exc:
-            service.audit(None, "webhook", name, "rate_limited", str(exc), tenant=tenant, actor="webhook")
             return _limited(exc)
         except webhook.Refused as exc:
-            service.audit(None, "webhook", name, exc.error, exc.detail, tenant=tenant, actor="webhook")
             return _error(exc.status, exc.error, exc.detail)
         except UnknownCorpus as exc:
-            service.audit(None, "webhook", name, "unknown_corpus", str(exc), tenant=tenant, actor="webhook")
             return _error(404, "unknown_corpus", str(exc))
-        service.audit(None, "webhook", name, "ok" if created else "already_active", job.id, tenant=tenant, actor="webhook")
         return JSONResponse(job_body(job, created), status_code=202 if created else 200)
 
     return router

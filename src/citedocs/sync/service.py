@@ -17,11 +17,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from .. import config, telemetry
-from ..index.store import CorpusOwnedByOtherTenant, CorpusSource, SyncJob
+from ..auth import RateLimited
+from ..index.store import ApiKey, CorpusOwnedByOtherTenant, CorpusSource, SyncJob
 from ..ingest.crawl import CrawlSettings, crawl_scope
 from ..ingest.admission import remembered_policy
 from ..ingest.pipeline import IngestReport, ProgressFn
-from ..service import Services, UnknownCorpus, check_name
+from ..service import InvalidName, Services, UnknownCorpus, check_name
 from . import archive, gate, sources, webhook
 from .sources import SourceError
 
@@ -114,19 +115,35 @@ class Syncs:
         return CorpusSource(corpus, info.tenant, "folder", info.source_dir, {"base_url": info.base_url}, updated_at=info.updated_at)
 
     def rotate_webhook_secret(self, corpus: str) -> str:
-        """A new webhook secret for ``corpus`` (the old one stops working); shown once."""
+        """A new webhook secret for ``corpus`` (the old one stops working); shown once. An operator's
+        action (the CLI): in the audit log."""
         source = self.source(corpus)
         secret = webhook.new_secret()
         self.store.save_source(replace(source, webhook_secret=secret, updated_at=stamp()))
+        self.services.audit(None, "webhook.secret", corpus, tenant=source.tenant)
         return secret
 
     # jobs ----------------------------------------------------------------------------------------
     def start(
-        self, corpus: str, trigger: str, tenant: str | None = None, archive_bytes: bytes | None = None, queue: bool = True
+        self,
+        corpus: str,
+        trigger: str,
+        tenant: str | None = None,
+        queue: bool = True,
+        by: ApiKey | None = None,
     ) -> tuple[SyncJob, bool]:
         """Queue a sync of ``corpus`` (for ``tenant``'s caller; None: the operator). A corpus with a
         queued or running sync gets that job back, with False. ``queue=False``: the job is created
-        running, for this process to run (`citedocs sync`)."""
+        running, for this process to run (`citedocs sync`). A sync someone asked for (``trigger``
+        cli or admin, ``by`` an admin key or None for the operator's CLI) goes to the audit log,
+        whatever its outcome; a scheduled one does not."""
+        if trigger not in ("cli", "admin"):  # a scheduled sync (uploads and webhooks audit their whole request)
+            return self._start(corpus, trigger, tenant, queue=queue)
+        return self._audited("corpus.sync", corpus, by, tenant, "cli", lambda: self._start(corpus, trigger, tenant, queue=queue))
+
+    def _start(
+        self, corpus: str, trigger: str, tenant: str | None = None, archive_bytes: bytes | None = None, queue: bool = True
+    ) -> tuple[SyncJob, bool]:
         source = self.source(corpus, tenant)
         at = stamp()
         job = SyncJob(
@@ -148,10 +165,21 @@ class Syncs:
             submit(self.services, job)
         return job, created
 
-    def upload(self, corpus: str, data: bytes, tenant: str, base_url: str | None = None, docs_format: str | None = None) -> SyncJob:
+    def upload(
+        self, corpus: str, data: bytes, by: ApiKey, base_url: str | None = None, docs_format: str | None = None
+    ) -> SyncJob:
         """Check an uploaded archive whole (``archive.inspect``: raises ArchiveRejected with the
         report), make ``corpus``'s source that upload, and queue its sync. A new corpus is created
-        for ``tenant``; the live version of an existing one serves until the new one is complete."""
+        for the tenant of ``by`` (an admin key); the live version of an existing one serves until the
+        new one is complete. The audit log gets the outcome."""
+        job, _ = self._audited(
+            "corpus.upload", corpus, by, by.tenant, "cli",
+            lambda: (self._upload(corpus, data, by.tenant, base_url, docs_format), True),
+            detail=lambda job: f"{len(data):,} bytes; {job.id}",
+        )  # fmt: skip
+        return job
+
+    def _upload(self, corpus: str, data: bytes, tenant: str, base_url: str | None, docs_format: str | None) -> SyncJob:
         check_name("corpus", corpus)
         limit = config.setting("max_upload_bytes")
         if len(data) > limit:
@@ -166,7 +194,7 @@ class Syncs:
         options.update({k: v for k, v in {"base_url": base_url, "format": docs_format}.items() if v})
         if stored is None or stored.kind != "archive" or options != stored.options:
             self.set_source(corpus, "archive", str(uploads_dir(corpus) / "current"), options, tenant)
-        job, created = self.start(corpus, "upload", tenant, data)
+        job, created = self._start(corpus, "upload", tenant, data)
         if not created:
             raise JobBusy(job)
         return job
@@ -284,7 +312,14 @@ class Syncs:
     ) -> tuple[SyncJob, bool]:
         """Start a sync for a signed, fresh, first-seen delivery; else ``webhook.Refused`` (nothing changes).
         ``admit`` runs once the signature holds, before the delivery id is spent (the per-corpus rate
-        limit: requests nobody signed cannot use up a corpus's allowance)."""
+        limit: requests nobody signed cannot use up a corpus's allowance). The audit log gets the
+        outcome, in the corpus's tenant."""
+        owner = self.store.get_source(corpus)
+        return self._audited(
+            "webhook", corpus, None, owner.tenant if owner else None, "webhook", lambda: self._webhook(corpus, body, headers, admit)
+        )
+
+    def _webhook(self, corpus: str, body: bytes, headers: dict[str, str], admit: Callable[[], None]) -> tuple[SyncJob, bool]:
         stored = self.store.get_source(corpus)
         if stored is None or stored.webhook_secret is None:
             # the same answer for a corpus without a webhook and one that does not exist
@@ -295,7 +330,43 @@ class Syncs:
         at = now()
         if not self.store.record_delivery(corpus, delivery, stamp(at), stamp(at - timedelta(seconds=max(window, 86400)))):
             raise webhook.Refused(409, "replayed_delivery", f"delivery {delivery!r} was received already; nothing was changed")
-        return self.start(corpus, "webhook")
+        return self._start(corpus, "webhook")
+
+    # the audit log -------------------------------------------------------------------------------
+    def _audited(
+        self,
+        action: str,
+        corpus: str,
+        by: ApiKey | None,
+        tenant: str | None,
+        actor: str,
+        run: Callable[[], tuple[SyncJob, bool]],
+        detail: Callable[[SyncJob], str] = lambda job: job.id,
+    ) -> tuple[SyncJob, bool]:
+        """``run()``, with its outcome in the audit log: ok (or already_active: the corpus's running
+        job came back), or the error it raised, which is then raised on."""
+        try:
+            job, created = run()
+        except Exception as exc:
+            self.services.audit(by, action, corpus, audit_outcome(exc), str(exc)[:1000], tenant=tenant, actor=actor)
+            raise
+        self.services.audit(by, action, corpus, "ok" if created else "already_active", detail(job), tenant=tenant, actor=actor)
+        return job, created
+
+
+def audit_outcome(exc: Exception) -> str:
+    """How the audit log names a refused sync request."""
+    if isinstance(exc, webhook.Refused):
+        return exc.error
+    for kinds, outcome in (
+        (UnknownCorpus, "unknown_corpus"),
+        (RateLimited, "rate_limited"),
+        (JobBusy, "busy"),
+        ((archive.ArchiveRejected, InvalidName, CorpusOwnedByOtherTenant, SourceError), "rejected"),
+    ):
+        if isinstance(exc, kinds):
+            return outcome
+    return "error"
 
 
 class JobBusy(RuntimeError):
