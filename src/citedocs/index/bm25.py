@@ -40,18 +40,45 @@ _MIN_IDF = 1e-6
 
 @dataclass(frozen=True)
 class Postings:
-    """One corpus's inverted index as a store reads it: one entry per (lexeme, chunk) pair.
-
-    Chunks are numbered by their position in ``chunk_ids`` (the store's row-id order); the
-    entries need not be sorted or unique (duplicates are summed).
-    """
+    """One corpus's inverted index as the scorer holds it, in CSR form: lexeme ``i``'s entries are
+    ``indptr[i]:indptr[i + 1]``, each a chunk position (ascending and unique within a lexeme) with
+    its field-weighted term frequency. Chunks are numbered by their position in ``chunk_ids`` (the
+    store's row-id order)."""
 
     chunk_ids: list[ChunkId]
     lengths: np.ndarray  # tokens per chunk over all fields, by position
-    lexemes: list[str]  # lexeme of each row id below
-    lexeme_rows: np.ndarray  # per entry: index into ``lexemes``
-    chunks: np.ndarray  # per entry: chunk position
-    frequencies: np.ndarray  # per entry: field-weighted term frequency
+    lexemes: list[str]
+    indptr: np.ndarray  # len(lexemes) + 1 offsets into the two arrays below
+    chunks: np.ndarray  # int32 chunk positions
+    frequencies: np.ndarray  # field-weighted term frequencies
+
+    @classmethod
+    def from_entries(
+        cls,
+        chunk_ids: list[ChunkId],
+        lengths: np.ndarray,
+        lexemes: list[str],
+        lexeme_rows: np.ndarray,
+        chunks: np.ndarray,
+        frequencies: np.ndarray,
+    ) -> Postings:
+        """From one entry per (lexeme, chunk) occurrence, in any order (duplicates are summed): what
+        a reader that counts words one by one produces."""
+        n = max(len(chunk_ids), 1)
+        keys = np.asarray(lexeme_rows, dtype=np.int64) * n + np.asarray(chunks, dtype=np.int64)
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.zeros(0, dtype=np.int64)
+        summed = np.add.reduceat(np.asarray(frequencies, dtype=np.float64)[order], starts) if len(keys) else np.zeros(0)
+        unique_keys = keys[starts]
+        return cls(
+            chunk_ids=chunk_ids,
+            lengths=np.asarray(lengths),
+            lexemes=lexemes,
+            indptr=np.searchsorted(unique_keys // n, np.arange(len(lexemes) + 1)),
+            chunks=(unique_keys % n).astype(np.int32),
+            frequencies=summed,
+        )
 
 
 class BM25Index:
@@ -61,23 +88,22 @@ class BM25Index:
         self.chunk_ids = postings.chunk_ids
         n = len(postings.chunk_ids)
         self.n_chunks = n
-        lengths = np.asarray(postings.lengths, dtype=np.float64)
         # FTS5: (double)nToken / (double)nRow, both exact integers
         self.avgdl = int(np.asarray(postings.lengths, dtype=np.int64).sum()) / n if n else 1.0
-        rows = np.asarray(postings.lexeme_rows, dtype=np.int64)
-        chunks = np.asarray(postings.chunks, dtype=np.int64)
-        keys = rows * max(n, 1) + chunks
-        order = np.argsort(keys, kind="stable")
-        keys = keys[order]
-        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.zeros(0, dtype=np.int64)
-        frequencies = np.add.reduceat(np.asarray(postings.frequencies, dtype=np.float64)[order], starts) if len(keys) else np.zeros(0)
-        unique_keys = keys[starts]
-        entry_rows = unique_keys // max(n, 1)
-        self._chunks = (unique_keys % max(n, 1)).astype(np.int32)
-        length = lengths[self._chunks]
-        # the quotient of FTS5's bm25(), operation for operation
-        self._tf_part = (frequencies * (K1 + 1.0)) / (frequencies + K1 * (1 - B + B * length / self.avgdl))
-        self._indptr = np.searchsorted(entry_rows, np.arange(len(postings.lexemes) + 1))
+        self._chunks = postings.chunks
+        frequencies = np.asarray(postings.frequencies, dtype=np.float64)
+        # the quotient of FTS5's bm25(), f * (k1 + 1) / (f + k1 * (1 - b + b * D / avgdl)), operation
+        # for operation (in place, in an order that gives the same doubles: + and * commute exactly),
+        # so that a 1M-chunk corpus's build holds two arrays of its postings' size, not six
+        denominator = np.asarray(postings.lengths, dtype=np.float64)[self._chunks]
+        denominator *= B
+        denominator /= self.avgdl
+        denominator += 1 - B
+        denominator *= K1
+        denominator += frequencies
+        self._tf_part = frequencies * (K1 + 1.0)
+        self._tf_part /= denominator
+        self._indptr = postings.indptr
         self._row = {lexeme: i for i, lexeme in enumerate(postings.lexemes)}
         self._df = np.diff(self._indptr)
 

@@ -82,7 +82,7 @@ def read_postings(rows: Sequence[tuple[str, str, str, str]], tokenizer: Fts5Toke
     # one entry per word occurrence becomes one per lexeme of the word
     offsets = np.arange(int(repeat.sum())) - np.repeat(np.cumsum(repeat) - repeat, repeat)
     first = np.cumsum(counts) - counts
-    return Postings(
+    return Postings.from_entries(
         chunk_ids=chunk_ids,
         lengths=lengths,
         lexemes=list(lexemes),
