@@ -166,13 +166,17 @@ def test_an_admin_creates_lists_and_revokes_its_tenants_keys_and_each_is_audited
     audit = httpx.get(f"{base}/admin/audit", headers=admin(keys)).json()["actions"]
     assert [(a["action"], a["target"], a["outcome"]) for a in audit[:2]] == [("key.revoke", key_id, "ok"), ("key.create", key_id, "ok")]
     globex_audit = httpx.get(f"{base}/admin/audit", headers=admin(keys, "globex")).json()["actions"]
-    assert [(a["action"], a["outcome"]) for a in globex_audit] == [("key.revoke", "unknown_key")]
+    # the refused attempt, then the operator creating globex's own key (the fixture, through the service)
+    assert [(a["action"], a["outcome"]) for a in globex_audit] == [("key.revoke", "unknown_key"), ("key.create", "ok")]
+    assert globex_audit[1]["key_id"] == "cli"
 
 
 def test_a_publishable_key_without_origins_is_refused_and_audited(server, keys):
     base, _ = server
     response = httpx.post(f"{base}/admin/keys", json={"name": "widget", "scope": "publishable"}, headers=admin(keys))
     assert response.status_code == 422 and "--origin" in response.json()["detail"]
+    newest = httpx.get(f"{base}/admin/audit", headers=admin(keys)).json()["actions"][0]
+    assert (newest["action"], newest["target"], newest["outcome"]) == ("key.create", "widget", "rejected")
 
 
 def test_the_console_page_has_the_chat_pages_policy(server):
