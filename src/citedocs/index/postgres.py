@@ -496,7 +496,8 @@ class PostgresStore:
         becomes a Python object, and the CSR arrays are built without a global sort."""
         with conn.cursor(row_factory=tuple_row) as cursor:
             cursor.execute("SELECT rid, id, term_count FROM chunks WHERE corpus = %s ORDER BY rid", (corpus,))
-            rids, chunk_ids, lengths = zip(*cursor.fetchall()) if cursor.rowcount else ((), (), ())
+            rows = cursor.fetchall()
+        rids, chunk_ids, lengths = zip(*rows) if rows else ((), (), ())
         rids = np.array(rids, dtype=np.int64)
         lexemes: list[str] = []
         positions: list[np.ndarray] = []
