@@ -1,17 +1,19 @@
 """The top-k BM25 scorer (``index/bm25.py``) is FTS5's ``bm25()`` made fast, not a different ranking:
 on real indexes it returns FTS5's chunks, in FTS5's order, with FTS5's scores to the last bit, and a
-re-ingest is searched at its new version, never from a stale cache."""
+re-ingest is searched at its new version, never from a stale cache. On PostgreSQL, the index one
+process built is stored for the others, which load it instead of building it again."""
 
 from __future__ import annotations
 
 import pytest
 
 from citedocs.eval.cases import load_cases
+from citedocs.index.bm25 import BM25Index
 from citedocs.retrieve.rewrite import standalone_query_fallback
 from citedocs.service import Services
 from citedocs.text import query_terms
 
-from conftest import ASTRO_BASE_URL, ASTRO_CORPUS, DEV_CASES, copy_astro_pages
+from conftest import ASTRO_BASE_URL, ASTRO_CORPUS, DEV_CASES, copy_astro_pages, open_services
 
 SMALL = "small"
 
@@ -94,3 +96,61 @@ def test_an_ingest_that_dies_mid_write_leaves_lexical_search_as_it_was(small_ser
     monkeypatch.undo()
     assert store.lexical_search(SMALL, ["heroku", "deploy", "yaml"], 8) == before
     assert store.lexical_search(SMALL, ["quokkaplatform"], 8) == []
+
+
+def test_an_index_dumped_and_loaded_ranks_exactly_as_the_one_built(astro_sqlite_services):
+    built = astro_sqlite_services.store.bm25_index(ASTRO_CORPUS)
+    loaded = BM25Index.load(built.dump())
+    assert loaded.chunk_ids == built.chunk_ids and loaded.avgdl == built.avgdl
+    for terms in dev_queries()[:20]:
+        phrases = [[t] for t in terms]
+        assert loaded.top_k(phrases, 50) == built.top_k(phrases, 50)
+    with pytest.raises(ValueError, match="not a BM25 snapshot"):
+        BM25Index.load(bytearray(b"\x05\x00\x00\x00\x00\x00\x00\x00junk!"))
+
+
+def test_another_process_loads_the_index_the_first_built_and_a_new_version_is_built_again(request, tmp_path, small_docs, monkeypatch):
+    from citedocs.index.postgres import PostgresStore
+
+    first = open_services(request, "postgres", tmp_path, "bm25_snapshot")
+    first.ingest(small_docs, SMALL, ASTRO_BASE_URL)
+    built = first.store.lexical_search(SMALL, ["heroku", "deploy"], 8)
+    url = first.store.url
+    first.store.close()  # waits for the snapshot's write
+
+    def never(*args):  # fault injection: a process that loads the snapshot never reads the postings
+        raise AssertionError("the postings were read")
+
+    second = PostgresStore(url)
+    monkeypatch.setattr(second, "_read_postings", never)
+    assert second.lexical_search(SMALL, ["heroku", "deploy"], 8) == built
+    monkeypatch.undo()
+
+    page = small_docs / "recipes" / "add-yaml-support.mdx"
+    page.write_text(page.read_text(encoding="utf-8") + "\n\n## Quokka\n\nDeploy to QuokkaPlatform with one command.\n")
+    Services(store=second).ingest(small_docs, SMALL, ASTRO_BASE_URL)
+    found = second.lexical_search(SMALL, ["quokkaplatform"], 8)  # the new version, not the old snapshot
+    assert found and found[0][0].startswith("recipes/add-yaml-support#quokka")
+    second.close()
+
+
+def test_an_unreadable_stored_index_is_built_again_and_replaced(request, tmp_path, small_docs, monkeypatch):
+    import psycopg
+
+    from citedocs.index.postgres import PostgresStore
+
+    services = open_services(request, "postgres", tmp_path, "bm25_snapshot_bad")
+    services.ingest(small_docs, SMALL, ASTRO_BASE_URL)
+    built = services.store.lexical_search(SMALL, ["heroku", "deploy"], 8)
+    url = services.store.url
+    services.store.close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        assert conn.execute("UPDATE bm25_snapshots SET data = %s WHERE corpus = %s", (b"\x00" * 64, SMALL)).rowcount == 1
+
+    rebuilt = PostgresStore(url)
+    assert rebuilt.lexical_search(SMALL, ["heroku", "deploy"], 8) == built
+    rebuilt.close()
+    loaded = PostgresStore(url)
+    monkeypatch.setattr(loaded, "_read_postings", lambda *args: pytest.fail("the rewritten snapshot was not read"))
+    assert loaded.lexical_search(SMALL, ["heroku", "deploy"], 8) == built
+    loaded.close()

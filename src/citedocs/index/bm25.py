@@ -25,6 +25,7 @@ phrases to FTS5 itself, which checks adjacency.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from ..types import ChunkId
 FIELD_WEIGHTS = (2.0, 3.0, 1.0)  # page title, heading path, body
 K1, B = 1.2, 0.75
 _MIN_IDF = 1e-6
+SNAPSHOT_FORMAT = "csr-1"  # the layout ``BM25Index.dump`` writes; a change to the index changes it
 
 
 @dataclass(frozen=True)
@@ -84,28 +86,80 @@ class Postings:
 class BM25Index:
     """The impact index of one corpus version; immutable, safe to share between threads."""
 
-    def __init__(self, postings: Postings) -> None:
-        self.chunk_ids = postings.chunk_ids
+    def __init__(
+        self, chunk_ids: list[ChunkId], lexemes: list[str], avgdl: float, chunks: np.ndarray, tf_part: np.ndarray, indptr: np.ndarray
+    ) -> None:
+        self.chunk_ids = chunk_ids
+        self.n_chunks = len(chunk_ids)
+        self.avgdl = avgdl
+        self._chunks = chunks
+        self._tf_part = tf_part
+        self._indptr = indptr
+        self._row = {lexeme: i for i, lexeme in enumerate(lexemes)}
+        self._df = np.diff(indptr)
+
+    @classmethod
+    def from_postings(cls, postings: Postings) -> BM25Index:
         n = len(postings.chunk_ids)
-        self.n_chunks = n
         # FTS5: (double)nToken / (double)nRow, both exact integers
-        self.avgdl = int(np.asarray(postings.lengths, dtype=np.int64).sum()) / n if n else 1.0
-        self._chunks = postings.chunks
+        avgdl = int(np.asarray(postings.lengths, dtype=np.int64).sum()) / n if n else 1.0
         frequencies = np.asarray(postings.frequencies, dtype=np.float64)
         # the quotient of FTS5's bm25(), f * (k1 + 1) / (f + k1 * (1 - b + b * D / avgdl)), operation
         # for operation (in place, in an order that gives the same doubles: + and * commute exactly),
         # so that a 1M-chunk corpus's build holds two arrays of its postings' size, not six
-        denominator = np.asarray(postings.lengths, dtype=np.float64)[self._chunks]
+        denominator = np.asarray(postings.lengths, dtype=np.float64)[postings.chunks]
         denominator *= B
-        denominator /= self.avgdl
+        denominator /= avgdl
         denominator += 1 - B
         denominator *= K1
         denominator += frequencies
-        self._tf_part = frequencies * (K1 + 1.0)
-        self._tf_part /= denominator
-        self._indptr = postings.indptr
-        self._row = {lexeme: i for i, lexeme in enumerate(postings.lexemes)}
-        self._df = np.diff(self._indptr)
+        tf_part = frequencies * (K1 + 1.0)
+        tf_part /= denominator
+        return cls(postings.chunk_ids, postings.lexemes, avgdl, postings.chunks, tf_part, postings.indptr)
+
+    def dump(self) -> bytearray:
+        """The index as bytes that ``load`` turns back into an equal index (``SNAPSHOT_FORMAT``): what
+        the PostgreSQL store keeps so that other processes load a big corpus's index instead of
+        building it again. A JSON header (the average length; each array's type, length and
+        offset), then the arrays' bytes, 8-byte aligned, so that ``load`` reads them in place."""
+        lexemes = sorted(self._row, key=self._row.__getitem__)
+        arrays = {
+            "chunk_ids": np.frombuffer("\0".join(self.chunk_ids).encode(), dtype=np.uint8),
+            "lexemes": np.frombuffer("\0".join(lexemes).encode(), dtype=np.uint8),
+            "chunks": self._chunks,
+            "tf_part": self._tf_part,
+            "indptr": self._indptr,
+        }
+        layout, offset = {}, 0
+        for name, array in arrays.items():
+            layout[name] = (array.dtype.str, len(array), offset)
+            offset += -(-array.nbytes // 8) * 8
+        header = json.dumps({"format": SNAPSHOT_FORMAT, "avgdl": self.avgdl, "arrays": layout}).encode()
+        header += b" " * (-len(header) % 8)
+        out = bytearray(8 + len(header) + offset)
+        out[:8] = len(header).to_bytes(8, "little")
+        out[8 : 8 + len(header)] = header
+        for name, array in arrays.items():
+            at = 8 + len(header) + layout[name][2]
+            out[at : at + array.nbytes] = array.tobytes()
+        return out
+
+    @classmethod
+    def load(cls, data: bytearray) -> BM25Index:
+        """The index ``dump`` wrote; its arrays are views of ``data``. ValueError when ``data`` is not one."""
+        size = int.from_bytes(data[:8], "little")
+        try:
+            header = json.loads(bytes(data[8 : 8 + size]))
+            if header.get("format") != SNAPSHOT_FORMAT:
+                raise ValueError(f"a BM25 snapshot of format {header.get('format')!r}, not {SNAPSHOT_FORMAT!r}")
+            arrays = {
+                name: np.frombuffer(data, dtype=np.dtype(kind), count=count, offset=8 + size + offset)
+                for name, (kind, count, offset) in header["arrays"].items()
+            }
+            words = [arrays[name].tobytes().decode().split("\0") if len(arrays[name]) else [] for name in ("chunk_ids", "lexemes")]
+            return cls([ChunkId(i) for i in words[0]], words[1], float(header["avgdl"]), arrays["chunks"], arrays["tf_part"], arrays["indptr"])
+        except (KeyError, TypeError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"not a BM25 snapshot: {exc}") from exc
 
     @property
     def nbytes(self) -> int:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import logging
 import re
 import threading
 from collections.abc import Iterator, Sequence
@@ -46,7 +47,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..text import search_terms
 from ..types import Chunk, ChunkId
-from .bm25 import FIELD_WEIGHTS, BM25Index, Postings
+from .bm25 import FIELD_WEIGHTS, SNAPSHOT_FORMAT, BM25Index, Postings
 from .store import (
     ADMIN_ACTION_COLUMNS,
     JOB_COLUMNS,
@@ -138,7 +139,19 @@ CREATE TABLE IF NOT EXISTS traces (
 CREATE INDEX IF NOT EXISTS traces_created_at ON traces (created_at);
 """
 SCHEMA += shared_tables(serial_key="BIGSERIAL PRIMARY KEY", blob="BYTEA", job_order="    seq BIGSERIAL,\n")
-SCHEMA += """-- one token bucket per caller, shared by every server process on this database
+SCHEMA += """-- a corpus version's BM25 index as the first process to build it wrote it (BM25Index.dump, in parts
+-- under 1 GB), so that every other process loads it instead of building it again; stored uncompressed
+CREATE TABLE IF NOT EXISTS bm25_snapshots (
+    corpus TEXT NOT NULL,
+    version TEXT NOT NULL,
+    pipeline TEXT NOT NULL,
+    format TEXT NOT NULL,
+    part INTEGER NOT NULL,
+    data BYTEA NOT NULL,
+    PRIMARY KEY (corpus, version, pipeline, format, part)
+);
+ALTER TABLE bm25_snapshots ALTER COLUMN data SET STORAGE EXTERNAL;
+-- one token bucket per caller, shared by every server process on this database
 CREATE TABLE IF NOT EXISTS rate_buckets (
     identity TEXT PRIMARY KEY,
     tokens DOUBLE PRECISION NOT NULL,
@@ -159,6 +172,8 @@ CREATE INDEX IF NOT EXISTS feedback_trace ON feedback (trace_id);
 """
 SCHEMA += "".join(f"DROP INDEX IF EXISTS {index};\n" for index in DROPPED_INDEXES)
 SCHEMA += "".join(index + ";\n" for index in TRACE_COLUMNS_INDEX)
+
+log = logging.getLogger(__name__)
 
 # Session-level advisory lock key under which processes starting at once create the schema.
 _SCHEMA_LOCK = 0x636974_65646F63  # "citedoc"
@@ -236,6 +251,9 @@ def _postgres(sql: str) -> str:
     return sql.replace("+t.created_at", "t.created_at").replace("?", "%s")
 
 
+# a BYTEA value holds at most 1 GB; a 1M-chunk corpus's index is about 0.7 GB
+_SNAPSHOT_PART_BYTES = 256 * 1024 * 1024
+
 # array_send of a one-dimensional array without NULLs: a 20-byte header (dimensions, NULL flag,
 # element type, length, lower bound), then each element as its byte length and big-endian value
 _ARRAY_HEADER = 20
@@ -283,8 +301,11 @@ class PostgresStore:
         self._takes = itertools.count(1)
         self._bm25: dict[str, tuple[tuple[str, str], BM25Index]] = {}  # corpus -> ((version, pipeline), index)
         self._bm25_build = threading.Lock()
+        self._snapshot_writers: list[threading.Thread] = []
 
     def close(self) -> None:
+        for writer in self._snapshot_writers:
+            writer.join()
         self._pool.close()
 
     @contextmanager
@@ -465,24 +486,72 @@ class PostgresStore:
         return index.top_k(phrases, limit, match_all) if index else []
 
     def bm25_index(self, corpus: str) -> BM25Index | None:
-        """The corpus's impact index, rebuilt when its version or pipeline changed (None: no such corpus)."""
+        """The corpus's impact index, loaded again when its version or pipeline changed (None: no
+        such corpus): from the snapshot another process wrote for that version, else built from the
+        postings (then written as the snapshot for the others)."""
         key = self._corpus_key(self._read, corpus)
         cached = self._bm25.get(corpus)
         if cached and cached[0] == key:
             return cached[1]
-        with self._bm25_build, self._connection() as conn, conn.transaction():
-            # one snapshot: the postings and the version they are cached under agree
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            key = self._corpus_key(lambda sql, params: conn.execute(sql, params).fetchall(), corpus)
-            cached = self._bm25.get(corpus)
-            if cached and cached[0] == key:
-                return cached[1]
-            if key == ("", ""):
-                return None
-            postings = self._read_postings(conn, corpus)
-        index = BM25Index(postings)
-        self._bm25[corpus] = (key, index)
+        with self._bm25_build:
+            with self._connection() as conn, conn.transaction():
+                # one database snapshot: the postings and the version they are cached under agree
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                key = self._corpus_key(lambda sql, params: conn.execute(sql, params).fetchall(), corpus)
+                cached = self._bm25.get(corpus)
+                if cached and cached[0] == key:
+                    return cached[1]
+                if key == ("", ""):
+                    return None
+                index = self._load_bm25_snapshot(conn, corpus, key)
+                built = index is None
+                if built:
+                    index = BM25Index.from_postings(self._read_postings(conn, corpus))
+            self._bm25[corpus] = (key, index)
+            if built:  # in the background: the request that built the index need not wait for the write
+                writer = threading.Thread(target=self._save_bm25_snapshot, args=(corpus, key, index), name="citedocs-bm25-snapshot")
+                writer.start()
+                self._snapshot_writers = [w for w in self._snapshot_writers if w.is_alive()] + [writer]
         return index
+
+    @staticmethod
+    def _load_bm25_snapshot(conn: psycopg.Connection, corpus: str, key: tuple[str, str]) -> BM25Index | None:
+        where = "corpus = %s AND version = %s AND pipeline = %s AND format = %s"
+        params = (corpus, *key, SNAPSHOT_FORMAT)
+        with conn.cursor(binary=True, row_factory=tuple_row) as cursor:
+            sizes = cursor.execute(f"SELECT part, length(data) FROM bm25_snapshots WHERE {where} ORDER BY part", params).fetchall()
+            if not sizes or [part for part, _ in sizes] != list(range(len(sizes))):
+                return None
+            data, at = bytearray(sum(size for _, size in sizes)), 0
+            for part, size in sizes:  # one part in memory at a time besides the whole
+                data[at : at + size] = cursor.execute(f"SELECT data FROM bm25_snapshots WHERE {where} AND part = %s", (*params, part)).fetchone()[0]
+                at += size
+        try:
+            return BM25Index.load(data)
+        except ValueError:  # unreadable: build it again, and overwrite it
+            log.warning("the stored BM25 index of corpus %r could not be read; building it again", corpus, exc_info=True)
+            return None
+
+    def _save_bm25_snapshot(self, corpus: str, key: tuple[str, str], index: BM25Index) -> None:
+        """Write ``index`` as its version's snapshot (replacing what the corpus had), unless the corpus
+        moved on meanwhile. Best effort: a failed write (a full disk, a lost connection) costs
+        the other processes a build of their own, and never the request that built it."""
+        data = memoryview(index.dump())
+        try:
+            with self._connection() as conn, conn.transaction():
+                current = self._corpus_key(lambda sql, params: conn.execute(sql, params).fetchall(), corpus)
+                if current != key:
+                    return
+                # older versions' snapshots, and this version's if it could not be read
+                conn.execute("DELETE FROM bm25_snapshots WHERE corpus = %s", (corpus,))
+                for part, start in enumerate(range(0, len(data), _SNAPSHOT_PART_BYTES)):
+                    conn.execute(
+                        "INSERT INTO bm25_snapshots (corpus, version, pipeline, format, part, data)"
+                        " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                        (corpus, *key, SNAPSHOT_FORMAT, part, data[start : start + _SNAPSHOT_PART_BYTES]),
+                    )
+        except Exception:
+            log.warning("the BM25 index of corpus %r was not stored for other processes", corpus, exc_info=True)
 
     @staticmethod
     def _corpus_key(read, corpus: str) -> tuple[str, str]:

@@ -406,7 +406,7 @@ class SQLiteStore:
                     ).fetchall()
                 finally:
                     self._db.execute("COMMIT")
-            index = BM25Index(read_postings(rows, self._tokenizer))
+            index = BM25Index.from_postings(read_postings(rows, self._tokenizer))
             self._bm25[corpus] = (key, index)
             return index
 
