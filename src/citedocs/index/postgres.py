@@ -528,8 +528,8 @@ class PostgresStore:
                 at += size
         try:
             return BM25Index.load(data)
-        except ValueError:  # unreadable: build it again, and overwrite it
-            log.warning("the stored BM25 index of corpus %r could not be read; building it again", corpus, exc_info=True)
+        except ValueError as exc:  # unreadable: build it again, and overwrite it
+            log.warning("the stored BM25 index of corpus %r could not be read (%s); building it again", corpus, exc)
             return None
 
     def _save_bm25_snapshot(self, corpus: str, key: tuple[str, str], index: BM25Index) -> None:
@@ -550,8 +550,8 @@ class PostgresStore:
                         " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
                         (corpus, *key, SNAPSHOT_FORMAT, part, data[start : start + _SNAPSHOT_PART_BYTES]),
                     )
-        except Exception:
-            log.warning("the BM25 index of corpus %r was not stored for other processes", corpus, exc_info=True)
+        except Exception as exc:  # an expected operational failure: said in one line, not a traceback
+            log.warning("the BM25 index of corpus %r was not stored for other processes (%s: %s)", corpus, type(exc).__name__, exc)
 
     @staticmethod
     def _corpus_key(read, corpus: str) -> tuple[str, str]:
