@@ -489,7 +489,7 @@ class PostgresStore:
         """The corpus's impact index, loaded again when its version or pipeline changed (None: no
         such corpus): from the snapshot another process wrote for that version, else built from the
         postings (then written as the snapshot for the others)."""
-        key = self._corpus_key(self._read, corpus)
+        key = self._corpus_key(corpus)
         cached = self._bm25.get(corpus)
         if cached and cached[0] == key:
             return cached[1]
@@ -497,7 +497,7 @@ class PostgresStore:
             with self._connection() as conn, conn.transaction():
                 # one database snapshot: the postings and the version they are cached under agree
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                key = self._corpus_key(lambda sql, params: conn.execute(sql, params).fetchall(), corpus)
+                key = self._corpus_key(corpus, conn)
                 cached = self._bm25.get(corpus)
                 if cached and cached[0] == key:
                     return cached[1]
@@ -539,7 +539,7 @@ class PostgresStore:
         data = memoryview(index.dump())
         try:
             with self._connection() as conn, conn.transaction():
-                current = self._corpus_key(lambda sql, params: conn.execute(sql, params).fetchall(), corpus)
+                current = self._corpus_key(corpus, conn)
                 if current != key:
                     return
                 # older versions' snapshots, and this version's if it could not be read
@@ -553,9 +553,10 @@ class PostgresStore:
         except Exception as exc:  # an expected operational failure: said in one line, not a traceback
             log.warning("the BM25 index of corpus %r was not stored for other processes (%s: %s)", corpus, type(exc).__name__, exc)
 
-    @staticmethod
-    def _corpus_key(read, corpus: str) -> tuple[str, str]:
-        rows = read("SELECT version, pipeline FROM corpora WHERE name = %s", (corpus,))
+    def _corpus_key(self, corpus: str, conn: psycopg.Connection | None = None) -> tuple[str, str]:
+        """The corpus's (version, pipeline), read in ``conn``'s transaction if given; ("", "") if none."""
+        sql, params = "SELECT version, pipeline FROM corpora WHERE name = %s", (corpus,)
+        rows = conn.execute(sql, params).fetchall() if conn is not None else self._read(sql, params)
         return (rows[0]["version"], rows[0]["pipeline"]) if rows else ("", "")
 
     @staticmethod
