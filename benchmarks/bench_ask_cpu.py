@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CASES = ROOT.parent / "shared" / "evals" / "astro-dev.jsonl"
+DEFAULT_CASES = ROOT / "evals" / "astro-dev.jsonl"
 
 
 def main() -> None:

@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CASES = ROOT.parent / "shared" / "evals" / "astro-dev.jsonl"
+DEFAULT_CASES = ROOT / "evals" / "astro-dev.jsonl"
 STAGES = ("encode", "bm25", "dense", "fuse", "rerank", "total")
 
 

@@ -7,7 +7,7 @@ prints chunks/s (wall) and CPU seconds per 1000 chunks (the ingest process's use
 other jobs on a shared machine disturb less than wall time), with the load average around each run
 and the CPU's VNNI flag. The ONNX graphs must already be built (``make install`` does it).
 
-    python benchmarks/bench_ingest_runtimes.py ../shared/corpora/flask-docs \\
+    python benchmarks/bench_ingest_runtimes.py evals/corpora/flask-docs \\
         --base-url https://flask.palletsprojects.com/en/stable/ --rounds 3
 """
 

@@ -42,7 +42,7 @@ from citedocs.insights import Insights, InsightsRange, cluster_questions
 from citedocs.models.encoders import bi_encoder
 
 ROOT = Path(__file__).resolve().parent.parent
-CASES = ROOT.parent / "shared" / "evals" / "astro-dev.jsonl"
+CASES = ROOT / "evals" / "astro-dev.jsonl"
 REASONS = (  # refusal reasons, weighted roughly as the dev sets' refusals fall
     ("low_retrieval_confidence", 5),
     ("question_terms_not_in_docs", 3),

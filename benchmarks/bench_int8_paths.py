@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-CASE_FILES = sorted((ROOT.parent / "shared" / "evals").glob("*-dev.jsonl")) + sorted((ROOT / "evals").glob("*.jsonl"))
+CASE_FILES = sorted((ROOT / "evals").glob("*-dev.jsonl")) + sorted((ROOT / "evals").glob("*.jsonl"))
 
 
 def cpu_features() -> dict[str, bool]:

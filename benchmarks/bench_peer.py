@@ -15,8 +15,8 @@ recall@1/5/8 and MRR, as ``citedocs eval-retrieval`` defines them.
 
     pip install -e '.[bench]'
     python benchmarks/bench_peer.py --out benchmarks/results-peer.json                 # Astro dev set
-    python benchmarks/bench_peer.py --docs ../shared/corpora/mkdocs-material-docs/docs \\
-        --cases ../shared/evals/mkdocs-material-dev.jsonl --corpus mkdocs-material
+    python benchmarks/bench_peer.py --docs evals/corpora/mkdocs-material-docs/docs \\
+        --cases evals/mkdocs-material-dev.jsonl --corpus mkdocs-material
 
 Prints a Markdown table (with the load average before and after: on a shared machine absolute
 times are noisy, ratios from one run hold better) and writes the figures as JSON to --out.
@@ -209,8 +209,8 @@ def table(results: dict, corpus: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--docs", type=Path, default=ROOT.parent / "shared" / "corpora" / "astro-docs" / "docs")
-    parser.add_argument("--cases", type=Path, default=ROOT.parent / "shared" / "evals" / "astro-dev.jsonl")
+    parser.add_argument("--docs", type=Path, default=ROOT / "evals" / "corpora" / "astro-docs" / "docs")
+    parser.add_argument("--cases", type=Path, default=ROOT / "evals" / "astro-dev.jsonl")
     parser.add_argument("--corpus", default="astro")
     parser.add_argument("--rounds", type=int, default=2, help="passes over the questions (latency samples)")
     parser.add_argument("--out", type=Path)

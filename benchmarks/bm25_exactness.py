@@ -5,8 +5,8 @@ For every question of a case file (and, with --variants, the bench's lowercased 
 compares ``SQLiteStore.lexical_search`` (impact index) with ``SQLiteStore.fts5_search`` (FTS5's
 bm25()) at k = 50, OR and match_all: ids, order and scores must be identical.
 
-    CITEDOCS_HOME=... python benchmarks/bm25_exactness.py --corpus astro --cases ../shared/evals/astro-dev.jsonl
-    python benchmarks/bm25_exactness.py --home H --corpus astro-x100k --cases ../shared/evals/astro-dev.jsonl --variants --or-only
+    CITEDOCS_HOME=... python benchmarks/bm25_exactness.py --corpus astro --cases evals/astro-dev.jsonl
+    python benchmarks/bm25_exactness.py --home H --corpus astro-x100k --cases evals/astro-dev.jsonl --variants --or-only
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CASES = ROOT.parent / "shared" / "evals" / "astro-dev.jsonl"
+DEFAULT_CASES = ROOT / "evals" / "astro-dev.jsonl"
 
 
 def free_port() -> int:

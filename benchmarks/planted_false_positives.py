@@ -2,7 +2,7 @@
 
     python benchmarks/planted_false_positives.py [--list] [DOCS ...]
 
-With no DOCS: every shared corpus (``../shared/corpora/*/docs``) and the Python 3.11 HTML docs
+With no DOCS: every shared corpus (``evals/corpora/*/docs``) and the Python 3.11 HTML docs
 (``/usr/share/doc/python3.11/html``, Debian's python3.11-doc) when installed. Each page is read by
 the reader ``citedocs ingest`` would pick (the same plan as ``benchmarks/chunk_dump.py``), and every
 block is screened exactly as ingest screens it, with the strictest screen: no allowed hosts, not
@@ -22,7 +22,7 @@ from citedocs.ingest.detect import plan_ingest
 from citedocs.ingest.planted import Screen
 from citedocs.sentences import split_units
 
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora"  # beside the checkout
+SHARED = Path(__file__).resolve().parent.parent / "evals" / "corpora"  # beside the checkout
 PYTHON_HTML = Path("/usr/share/doc/python3.11/html")
 
 

@@ -44,7 +44,7 @@ ask() {
 
 "${compose[@]}" up -d
 healthy
-astro="${CITEDOCS_ASTRO_DOCS:-../shared/corpora/astro-docs/docs}"
+astro="${CITEDOCS_ASTRO_DOCS:-evals/corpora/astro-docs/docs}"
 for page in guides/deploy/heroku.mdx recipes/add-yaml-support.mdx reference/errors/missing-sharp.mdx guides/backend/index.mdx; do
   mkdir -p "$docs/$(dirname "$page")"
   cp "$astro/$page" "$docs/$page"

@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ASTRO_DOCS = config.bundled_astro_docs()
 ASTRO_CORPUS = config.ASTRO_CORPUS_NAME
 ASTRO_BASE_URL = config.ASTRO_BASE_URL
-DEV_CASES = ROOT.parent / "shared" / "evals" / "astro-dev.jsonl"
+DEV_CASES = ROOT / "evals" / "astro-dev.jsonl"
 
 # Short real Astro pages for the small fixture corpus (corpus-relative paths are kept).
 SMALL_PAGES = (

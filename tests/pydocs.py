@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 PUBLIC_BASE_URL = "https://docs.python.org/3.11/"
-DEV_CASES = Path(__file__).resolve().parent.parent.parent / "shared" / "evals" / "python-html-dev.jsonl"
+DEV_CASES = Path(__file__).resolve().parent.parent / "evals" / "python-html-dev.jsonl"
 
 
 def _locate() -> Path | None:

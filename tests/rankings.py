@@ -21,7 +21,7 @@ from citedocs.retrieve.hybrid import RetrievalConfig
 
 HERE = Path(__file__).resolve().parent
 RANKINGS_FILE = HERE / "data" / "astro-dev-rankings.json"
-DEV_CASES = HERE.parent.parent / "shared" / "evals" / "astro-dev.jsonl"
+DEV_CASES = HERE.parent / "evals" / "astro-dev.jsonl"
 SAMPLE_EVERY = 3  # every third dev question: 20 questions, a few seconds per run
 DEPTH = 8
 MODES = {

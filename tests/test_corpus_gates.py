@@ -48,7 +48,7 @@ def dev_corpora_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_every_dev_set_has_a_gate_and_only_python_html_is_gated_outside_ci():
-    dev_sets = {p.name.removesuffix("-dev.jsonl") for p in (ROOT.parent / "shared" / "evals").glob("*-dev.jsonl")}
+    dev_sets = {p.name.removesuffix("-dev.jsonl") for p in (ROOT / "evals").glob("*-dev.jsonl")}
     gated = {p.stem.removeprefix("corpus-") for p in (ROOT / "gates").glob("corpus-*.toml")}
     assert dev_sets <= gated, f"dev sets without a gate file: {sorted(dev_sets - gated)}"
     assert set(CI_CORPORA) == gated - {"python-html"}

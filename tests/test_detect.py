@@ -12,7 +12,7 @@ from citedocs.index import open_store
 from citedocs.ingest.detect import DetectionError, detect, plan_ingest
 from conftest import write_docs
 
-CORPORA = Path(__file__).resolve().parents[1] / "../shared/corpora"
+CORPORA = Path(__file__).resolve().parents[1] / "evals/corpora"
 DEFAULT = "https://docs.astro.build/en/"
 
 
@@ -20,7 +20,6 @@ def cli_output(result) -> str:
     return " ".join((result.output + (result.stderr if result.stderr_bytes is not None else "")).split())
 
 
-@pytest.mark.skipif(not CORPORA.is_dir(), reason="shared corpora not present")
 @pytest.mark.parametrize(
     ("folder", "fmt", "docs", "base_url"),
     [

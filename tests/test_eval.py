@@ -15,7 +15,7 @@ from citedocs.eval.harness import check_gate, run_eval, states_keywords
 from citedocs.eval.metrics import answer_sentences, refusal_scores, summarize_rows
 
 ROOT = Path(__file__).resolve().parent.parent
-DEV_CASES = ROOT.parent / "shared" / "evals" / "astro-dev.jsonl"
+DEV_CASES = ROOT / "evals" / "astro-dev.jsonl"
 
 
 def row(**overrides) -> dict:

@@ -1,4 +1,4 @@
-"""Each shared dev set names its corpus by its file name, so `citedocs eval FILE` needs no --corpus."""
+"""Each dev set names its corpus by its file name, so `citedocs eval FILE` needs no --corpus."""
 
 from pathlib import Path
 
@@ -18,4 +18,4 @@ from citedocs.eval.cases import corpus_named_by
     ],
 )
 def test_case_file_name_names_the_corpus(name, corpus):
-    assert corpus_named_by(Path("../shared/evals") / name) == corpus
+    assert corpus_named_by(Path("evals") / name) == corpus

@@ -21,7 +21,7 @@ from citedocs.service import Services
 from conftest import ASTRO_BASE_URL, ROOT, write_docs
 from pydocs import python_docs_html
 
-SHARED_CORPORA = ROOT.parent / "shared" / "corpora"
+SHARED_CORPORA = ROOT / "evals" / "corpora"
 REVIEWED = Path(__file__).parent / "fixtures" / "planted_reviewed.json"
 
 PLANTED_PAGE = """---

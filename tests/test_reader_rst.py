@@ -24,8 +24,8 @@ from citedocs.ingest.readers.rst_markup import role_text
 
 from conftest import ROOT
 
-FLASK_DOCS = ROOT.parent / "shared" / "corpora" / "flask-docs" / "docs"
-FLASK_DEV = ROOT.parent / "shared" / "evals" / "flask-dev.jsonl"
+FLASK_DOCS = ROOT / "evals" / "corpora" / "flask-docs" / "docs"
+FLASK_DEV = ROOT / "evals" / "flask-dev.jsonl"
 BASE = "https://flask.palletsprojects.com/en/stable/"
 
 

@@ -13,10 +13,9 @@ from citedocs.ingest.chunker import chunk_page
 from citedocs.ingest.readers import SourceFile
 from citedocs.ingest.readers.mkdocs import MKDOCS, build_parser
 
-ROOT = Path(__file__).resolve().parents[1] / "../shared/corpora/mkdocs-material-docs/docs"
+ROOT = Path(__file__).resolve().parents[1] / "evals/corpora/mkdocs-material-docs/docs"
 SITE = "https://squidfunk.github.io/mkdocs-material/"
 
-pytestmark = pytest.mark.skipif(not ROOT.is_dir(), reason="shared MkDocs corpus not present")
 
 
 def read(rel: str, text: str | None = None, root: Path = ROOT):
@@ -77,7 +76,7 @@ def test_page_urls_are_mkdocs_directory_urls():
 def test_every_dev_set_anchor_exists_in_the_corpus():
     import json
 
-    cases = Path(__file__).resolve().parents[1] / "../shared/evals/mkdocs-material-dev.jsonl"
+    cases = Path(__file__).resolve().parents[1] / "evals/mkdocs-material-dev.jsonl"
     for line in cases.read_text().splitlines():
         for source in json.loads(line)["expected_sources"]:
             rel, _, anchor = source.partition("#")

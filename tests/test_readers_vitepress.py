@@ -13,10 +13,9 @@ from citedocs.ingest.readers import SourceFile
 from citedocs.ingest.readers.vitepress import VITEPRESS
 
 REPO = Path(__file__).resolve().parents[1]
-ROOT = REPO / "../shared/corpora/vitepress-docs/docs"
+ROOT = REPO / "evals/corpora/vitepress-docs/docs"
 SITE = "https://vitepress.dev/"
 
-pytestmark = pytest.mark.skipif(not ROOT.is_dir(), reason="shared VitePress corpus not present")
 
 
 def read(rel: str, text: str | None = None, root: Path = ROOT):
@@ -67,7 +66,7 @@ def test_clean_urls():
 
 
 def test_every_dev_set_anchor_exists_in_the_corpus():
-    for line in (REPO / "../shared/evals/vitepress-dev.jsonl").read_text().splitlines():
+    for line in (REPO / "evals/vitepress-dev.jsonl").read_text().splitlines():
         for source in json.loads(line)["expected_sources"]:
             rel, _, anchor = source.partition("#")
             assert anchor in {s.anchor for s in read(rel).sections}, source

@@ -25,7 +25,7 @@ from citedocs.service import corpus_name_for
 from conftest import ROOT
 from fake_llm import free_port
 
-MATERIAL_DOCS = ROOT.parent / "shared" / "corpora" / "mkdocs-material-docs" / "docs"
+MATERIAL_DOCS = ROOT / "evals" / "corpora" / "mkdocs-material-docs" / "docs"
 PAGES = ("publishing-your-site.md", "creating-your-site.md")
 SITE_URL = "https://docs.example.com/"
 CHAT_LINE = re.compile(r"^chat: (http://127\.0\.0\.1:\d+)/ ", re.M)

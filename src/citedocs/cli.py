@@ -805,7 +805,7 @@ def keys_list(
 
 @app.command("eval")
 def eval_answers(
-    cases: Annotated[Path, typer.Argument(help="JSONL case file (format: shared/evals/README.md).")],
+    cases: Annotated[Path, typer.Argument(help="JSONL case file (format: evals/README-cases.md).")],
     corpus: EvalCorpusOpt = None,
     backend: BackendOpt = None,
     out: Annotated[Path, typer.Option(help="Folder for rows.jsonl, summary.json, report.md/html.")] = Path("eval-out"),

@@ -247,7 +247,7 @@ ENV_ONLY: dict[str, str] = {
     "CITEDOCS_HOME": "where the SQLite index, traces, keys, admission reports and config.toml live (default: the user data dir)",
     "CITEDOCS_CONFIG": "the config file (default: <CITEDOCS_HOME>/config.toml; an error if it names a missing file)",
     "CITEDOCS_LLM_MODEL_FILE": "where `make install-llm` puts the local model and `--backend local` loads it (sha256-checked)",
-    "CITEDOCS_ASTRO_DOCS": "where `citedocs demo` finds the Astro docs (default: ../shared/corpora/astro-docs/docs)",
+    "CITEDOCS_ASTRO_DOCS": "where `citedocs demo` finds the Astro docs (default: the copy shipped in the repository, evals/corpora/astro-docs/docs)",
     "CITEDOCS_WIDGET_SERVER": "read by `mkdocs build` of citedocs's own docs: the server whose widget every page loads "
     "(default http://127.0.0.1:8000, where `make demo-self` runs it; empty: no widget)",
     "CITEDOCS_DB_PASSWORD": "read by `docker-compose` from compose.yaml: the password of the stack's PostgreSQL (required)",
@@ -295,12 +295,7 @@ def default_corpus() -> str:
 
 
 def bundled_astro_docs() -> Path:
-    """The Astro docs beside the checkout (``../shared/corpora/astro-docs/docs``), or ``CITEDOCS_ASTRO_DOCS``."""
+    """The Astro docs shipped in the repository (``evals/corpora/astro-docs/docs``), or ``CITEDOCS_ASTRO_DOCS``."""
     if os.environ.get("CITEDOCS_ASTRO_DOCS"):
         return Path(os.environ["CITEDOCS_ASTRO_DOCS"])
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        candidate = parent.parent / "shared" / "corpora" / "astro-docs" / "docs"
-        if candidate.is_dir():
-            return candidate
-    return Path.cwd().parent / "shared" / "corpora" / "astro-docs" / "docs"
+    return Path(__file__).resolve().parents[2] / "evals" / "corpora" / "astro-docs" / "docs"

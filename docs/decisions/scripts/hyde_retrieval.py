@@ -6,7 +6,7 @@ shipped prompt), and hybrid+rerank at k = 8 with and without that passage. Print
 recall@8 and MRR per set and the time the model took per passage. Passages are kept in
 ``--passages`` (JSON lines) and reused on a rerun, so the retrieval half can be repeated alone.
 
-    CITEDOCS_HOME=DIR python docs/decisions/scripts/hyde_retrieval.py ../shared/evals/flask-dev.jsonl:flask ... \\
+    CITEDOCS_HOME=DIR python docs/decisions/scripts/hyde_retrieval.py evals/flask-dev.jsonl:flask ... \\
         [--passages FILE]
 """
 

@@ -18,7 +18,7 @@ A question that asks one thing, or whose whole text asks, gets the shipped ranki
 Follow-ups are retrieved as ``eval-retrieval`` does (the previous question prepended) and are not split.
 
     CITEDOCS_HOME=DIR python docs/decisions/scripts/query_variants.py \\
-        ../shared/evals/astro-dev.jsonl:astro evals/astro-extra.jsonl:astro ... [--json-out F]
+        evals/astro-dev.jsonl:astro evals/astro-extra.jsonl:astro ... [--json-out F]
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ feature subsets, each fitted and thresholded (refusal F1) on the other sets only
 stages refuse anyway (question gate, validator) stay refused in every variant.
 
     CITEDOCS_HOME=DIR python docs/decisions/scripts/refusal_features.py \
-        ../shared/evals/astro-dev.jsonl:astro evals/astro-extra.jsonl:astro ../shared/evals/flask-dev.jsonl:flask ...
+        evals/astro-dev.jsonl:astro evals/astro-extra.jsonl:astro evals/flask-dev.jsonl:flask ...
 """
 
 from __future__ import annotations

@@ -24,12 +24,12 @@ In the final fusion the chunks scored are the reranked candidates (the rankings 
 One process, the models loaded once; rankings and rows as ``citedocs eval-retrieval`` makes them:
 
     CITEDOCS_HOME=DIR python docs/decisions/scripts/section_fusion.py \\
-        ../shared/evals/astro-dev.jsonl:astro evals/astro-extra.jsonl:astro ... [--variants a,b] [--json-out F]
+        evals/astro-dev.jsonl:astro evals/astro-extra.jsonl:astro ... [--variants a,b] [--json-out F]
 
 Any citedocs command with a variant in place of RRF (the extractive answers, a gate):
 
     CITEDOCS_HOME=DIR python docs/decisions/scripts/section_fusion.py --run places-harmonic \\
-        eval ../shared/evals/mkdocs-material-dev.jsonl --corpus mkdocs-material --backend extractive --out DIR
+        eval evals/mkdocs-material-dev.jsonl --corpus mkdocs-material --backend extractive --out DIR
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ import numpy as np
 from citedocs.index.token_codec import PackedTokens, pool as token_pool
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_CASES = sorted((REPO.parent / "shared" / "evals").glob("*-dev.jsonl"))
+DEFAULT_CASES = sorted((REPO / "evals").glob("*-dev.jsonl"))
 DIM = 384
 
 Tokens = np.ndarray  # float32 (n, DIM) unit rows, as stored int8 / 127

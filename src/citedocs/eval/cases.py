@@ -1,4 +1,4 @@
-"""Eval case files: JSONL, one case per line (format: shared/evals/README.md)."""
+"""Eval case files: JSONL, one case per line (format: evals/README-cases.md)."""
 
 from __future__ import annotations
 
