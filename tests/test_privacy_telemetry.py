@@ -86,6 +86,62 @@ def test_without_redaction_the_question_is_stored_as_asked(services, monkeypatch
     assert services.trace(response.trace_id)["question"] == SECRETS_QUESTION
 
 
+# Real IBANs (the banks' and the national registries' published examples, valid check digits), as
+# printed (groups of four) and as stored (compact), from eleven countries and four alphabets of use
+IBANS = [
+    "DE89 3704 0044 0532 0130 00",
+    "GB82WEST12345698765432",
+    "FR14 2004 1010 0505 0001 3M02 606",
+    "NL91ABNA0417164300",
+    "ES91 2100 0418 4502 0005 1332",
+    "IT60X0542811101000000123456",
+    "PL61 1090 1014 0000 0712 1981 2874",
+    "CH9300762011623852957",
+    "BE71 0961 2345 6769",
+    "SA03 8000 0000 6080 1016 7519",
+    "UA213223130000026007233566001",
+    "gb82 west 1234 5698 7654 32",  # typed in lower case
+]
+
+
+@pytest.mark.parametrize("iban", IBANS)
+def test_redaction_replaces_an_iban_of_any_country(iban):
+    assert redact(f"refund me to {iban} please") == "refund me to [iban] please"
+    assert redact(f"Мой IBAN: {iban}. 请退款") == "Мой IBAN: [iban]. 请退款"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("part number US12 3456 7890 ABCD", "part number US12 3456 7890 ABCD"),  # IBAN-shaped; the US has no IBAN
+        ("Set AB12CDEFGHIJKLMNOP in astro.config.mjs", "Set AB12CDEFGHIJKLMNOP in astro.config.mjs"),
+        # a real IBAN's layout with wrong check digits: not an IBAN, though its long digit run is still hidden
+        ("sample GB00 WEST 1234 5698 7654 32 fails", "sample GB00 WEST [number] fails"),
+    ],
+)
+def test_an_iban_look_alike_that_fails_the_check_is_not_redacted_as_one(text, expected):
+    assert redact(text) == expected
+
+
+def test_with_redaction_on_a_feedback_comment_is_stored_and_shown_redacted(services, monkeypatch):
+    monkeypatch.setenv("CITEDOCS_REDACT_QUESTIONS", "on")
+    response = services.ask(AskRequest(question="How do I deploy my Astro site to Heroku?", corpus="docs"))
+    comment = "Wrong! Write to jane.doe@example.com or refund DE89 3704 0044 0532 0130 00, key sk-proj-AbC123xyz456DEF789ghi"
+    services.add_feedback(response.trace_id, "down", comment)
+    expected = "Wrong! Write to [email] or refund [iban], key [token]"
+    assert [f["comment"] for f in services.trace(response.trace_id)["feedback"]] == [expected]
+    assert [f["comment"] for t in services.recent_traces(None) for f in t["feedback"]] == [expected]
+    raw = stored_rows(services, "SELECT comment FROM feedback WHERE trace_id = ?", (response.trace_id,))
+    assert raw == [(expected,)]
+
+
+def test_without_redaction_a_feedback_comment_is_stored_as_written(services, monkeypatch):
+    monkeypatch.delenv("CITEDOCS_REDACT_QUESTIONS", raising=False)
+    response = services.ask(AskRequest(question="How do I deploy my Astro site to Heroku?", corpus="docs"))
+    services.add_feedback(response.trace_id, "down", "mail jane.doe@example.com")
+    assert services.trace(response.trace_id)["feedback"][0]["comment"] == "mail jane.doe@example.com"
+
+
 @pytest.fixture(scope="module")
 def spans():
     """The SDK's tracer provider with an in-memory exporter (installed once: the global provider is set once a process)."""

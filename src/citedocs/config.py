@@ -196,7 +196,7 @@ SETTINGS: dict[str, Setting] = {
     "retention_days": Setting("CITEDOCS_RETENTION_DAYS", 30, _positive_int, "days traces and feedback are kept"),
     "redact_questions": Setting(
         "CITEDOCS_REDACT_QUESTIONS", "off", _choice("off", "on"),
-        "on: e-mail addresses, API keys/tokens and long digit runs in questions are replaced before a trace is stored",
+        "on: IBANs, e-mail addresses, API keys/tokens and long digit runs in questions and feedback comments are replaced before they are stored",
     ),
     "insights_gap_limit": Setting(
         "CITEDOCS_INSIGHTS_GAP_LIMIT", 500, _at_least_one,

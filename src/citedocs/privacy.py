@@ -1,6 +1,9 @@
-"""Opt-in redaction of what users type before a trace stores it (setting ``redact_questions``).
+"""Opt-in redaction of what users type before a trace or a feedback comment is stored (setting
+``redact_questions``).
 
-Three kinds of personal or secret data are replaced by a marker: e-mail addresses (``[email]``),
+Four kinds of personal or secret data are replaced by a marker: IBANs (``[iban]``: the country's
+layout and the ISO 13616 check digits hold, checked by python-stdnum; grouped by spaces or
+compact, any case), e-mail addresses (``[email]``),
 API keys and tokens (``[token]``: bearer tokens, JWTs, keys with a well-known prefix such as
 ``sk-``, ``ghp_``, ``xoxb-``, ``AKIA``, citedocs' own ``cd_``/``cdp_``/``cda_``, and any run of 24 or
 more letters, digits, ``-`` and ``_`` that mixes letters and digits) and long digit runs
@@ -13,6 +16,12 @@ from __future__ import annotations
 
 import re
 
+from stdnum import iban as _iban
+
+# an IBAN candidate: country, check digits, then 11 to 30 letters or digits, in groups or not; its
+# longest prefix that ends a word and passes python-stdnum's check is the IBAN
+_IBAN_CANDIDATE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{2}[0-9]{2}(?:[ -]?[A-Za-z0-9]){11,30}")
+_IBAN_SHORTEST = 15  # Norway's
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _TOKEN = re.compile(
     "|".join(
@@ -30,8 +39,28 @@ _DIGITS = re.compile(r"(?<![\w.])\d(?:[ -]?\d){8,}(?![\w.])")
 _KINDS = ((_EMAIL, "[email]"), (_TOKEN, "[token]"), (_DIGITS, "[number]"))
 
 
+def _ibans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each valid IBAN in ``text``."""
+    found = []
+    for match in _IBAN_CANDIDATE.finditer(text):
+        start = match.start()
+        for end in range(match.end(), start + _IBAN_SHORTEST - 1, -1):
+            ends_word = end == len(text) or not text[end].isalnum()
+            if ends_word and text[end - 1].isalnum() and _iban.is_valid(text[start:end]):
+                found.append((start, end))
+                break
+    return found
+
+
+def _redact_ibans(text: str) -> str:
+    for start, end in reversed(_ibans(text)):
+        text = text[:start] + "[iban]" + text[end:]
+    return text
+
+
 def redact(text: str) -> str:
-    """``text`` with e-mail addresses, API keys/tokens and long digit runs replaced by markers."""
+    """``text`` with IBANs, e-mail addresses, API keys/tokens and long digit runs replaced by markers."""
+    text = _redact_ibans(text)
     for pattern, marker in _KINDS:
         text = pattern.sub(marker, text)
     return text
@@ -41,6 +70,8 @@ def _secrets(texts: list[str]) -> list[tuple[str, str]]:
     """(matched text, marker) of everything ``redact`` replaces in these texts."""
     found = []
     for text in texts:
+        found += [(text[start:end], "[iban]") for start, end in _ibans(text)]
+        text = _redact_ibans(text)
         for pattern, marker in _KINDS:
             found += [(m.group(0), marker) for m in pattern.finditer(text)]
             text = pattern.sub(marker, text)

@@ -18,6 +18,7 @@ from .models.encoders import BiEncoder, ModelMissing, bi_encoder, corpus_dense_c
 from .index import copy_corpus, open_store
 from .index.store import ADMIN_SCOPE, FULL_SCOPE, PUBLISHABLE_SCOPE, AdminAction, ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store, TraceFilter
 from .insights import Insights, InsightsRange, parse_since
+from .privacy import redact
 from .models.embedding_cache import EmbeddingCache
 from .ingest.admission import approve, default_report_path, remember_policy, resolve_policy
 from .ingest.crawl import CrawlError, CrawlReport, CrawlSettings, crawl, crawl_scope, is_url
@@ -380,7 +381,10 @@ class Services:
         return trace
 
     def add_feedback(self, trace_id: str, verdict: str, comment: str | None, tenant: str | None = None) -> None:
+        """Store a verdict on a trace; with ``redact_questions`` on, the comment is redacted like the question."""
         self.trace(trace_id, tenant)
+        if comment and config.setting("redact_questions") == "on":
+            comment = redact(comment)
         self.store.save_feedback(trace_id, verdict, comment, _now().isoformat(timespec="seconds"))
 
     def insights(
