@@ -107,7 +107,7 @@ def webhook(args) -> dict:
                 page.write(f"\n\n## Benchmark note {n}\n\nThe {marker} setting is a benchmark paragraph.\n")
             body = json.dumps({"ref": "refs/heads/main"}).encode()
             stamp = str(int(time.time()))
-            headers = {"X-Hub-Signature-256": sign(secret, body, stamp), "X-Citedocs-Timestamp": stamp, "X-Citedocs-Delivery": marker}
+            headers = {"X-Citedocs-Signature": sign(secret, body, stamp, marker), "X-Citedocs-Timestamp": stamp, "X-Citedocs-Delivery": marker}
             started = time.perf_counter()
             job = httpx.post(f"{base}/hooks/corpora/{config.ASTRO_CORPUS_NAME}", content=body, headers=headers).json()["job"]
             while not any(marker in h.chunk.text for h in services.search(f"{marker} setting", config.ASTRO_CORPUS_NAME, 3).hits):

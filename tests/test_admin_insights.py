@@ -8,8 +8,11 @@ import xml.etree.ElementTree as ET
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from citedocs.api.middleware import CHAT_PAGE_POLICY
+from citedocs.insights import InvalidRange, parse_since
 from citedocs.service import Services
 
 from conftest import ASTRO_BASE_URL, copy_astro_pages, running_server
@@ -47,7 +50,7 @@ def keys(home) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def server(home, keys):
-    with running_server(home, CITEDOCS_DATABASE_URL="") as (base, _):
+    with running_server(home, CITEDOCS_DATABASE_URL="", CITEDOCS_RATE_LIMIT_PER_MINUTE="0") as (base, _):
         traces = {}
         for question, corpus in ((ACME_QUESTION, "acme-docs"), (ACME_GAP, "acme-docs"), (GLOBEX_QUESTION, "globex-docs")):
             response = httpx.post(f"{base}/ask", json={"question": question, "corpus": corpus}, timeout=120)
@@ -122,6 +125,43 @@ def test_bad_insights_parameters_get_a_422_that_says_what_to_write(server, keys,
     response = httpx.get(f"{base}/admin/insights", params=params, headers=admin(keys))
     assert response.status_code == 422 and response.json()["error"] == error
     assert "7d" in response.json()["detail"] or "letters, digits" in response.json()["detail"]
+
+
+# what a range parameter may be sent as: anything, durations of any length, dates at the ends of time
+RANGES = st.one_of(
+    st.text(st.characters(exclude_categories=("Cs",)), max_size=40),
+    st.tuples(st.integers(min_value=0, max_value=5000), st.sampled_from("dhw")).map(lambda t: "9" * t[0] + t[1]),
+    st.sampled_from(["9999999999d", "0001-01-01T00:00+01:00", "9999-12-31T23:59:59-14:00", "²d", "٣d", "7d\n", "2026-02-30"]),
+)
+
+
+@pytest.mark.parametrize("since", ["9999999999d", "9" * 5000 + "d", "0001-01-01T00:00+01:00"])
+def test_a_range_past_what_a_date_holds_gets_a_422_not_a_500(server, keys, since):
+    base, _ = server
+    response = httpx.get(f"{base}/admin/insights", params={"since": since}, headers=admin(keys), timeout=60)
+    assert response.status_code == 422 and response.json()["error"] == "invalid_range"
+    assert "out of range" in response.json()["detail"] and "7d" in response.json()["detail"]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(since=RANGES, until=st.none() | RANGES)
+def test_no_insights_range_makes_the_route_fail(server, keys, since, until):
+    base, _ = server
+    params = {"since": since, "gaps": "false"} | ({"until": until} if until is not None else {})
+    response = httpx.get(f"{base}/admin/insights", params=params, headers=admin(keys), timeout=60)
+    assert response.status_code in (200, 422), response.text
+    assert response.status_code == 200 or response.json()["error"] in ("invalid_range", "invalid_request"), response.text
+
+
+@settings(max_examples=500, deadline=None)
+@given(value=RANGES)
+def test_parsing_any_range_gives_a_moment_or_says_what_to_write(value):
+    try:
+        moment = parse_since(value)
+    except InvalidRange as exc:
+        assert "7d" in str(exc)
+    else:
+        assert moment.utcoffset() is not None
 
 
 def test_charts_are_svg_without_script_or_style(server, keys):

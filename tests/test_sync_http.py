@@ -70,8 +70,9 @@ def hook(server: str, body: bytes, headers: dict[str, str]) -> httpx.Response:
     return httpx.post(f"{server}/hooks/corpora/{SMALL_CORPUS}", content=body, headers=headers)
 
 
-def signed(secret: str, body: bytes, **extra: str) -> dict[str, str]:
-    return {"X-Hub-Signature-256": sign(secret, body), "X-GitHub-Delivery": str(uuid.uuid4()), **extra}
+def signed(secret: str, body: bytes, delivery: str | None = None, timestamp: str | None = None) -> dict[str, str]:
+    timestamp, delivery = timestamp or str(int(time.time())), delivery or str(uuid.uuid4())
+    return {"X-Citedocs-Signature": sign(secret, body, timestamp, delivery), "X-Citedocs-Timestamp": timestamp, "X-Citedocs-Delivery": delivery}
 
 
 def audit(server: str, key: str) -> list[dict]:
@@ -133,8 +134,7 @@ def test_wrongly_signed_webhook_changes_nothing(server, site):
 def test_a_stale_timestamped_webhook_is_refused(server, site):
     body = b"{}"
     old = str(int(time.time()) - 3600)
-    headers = {"X-Hub-Signature-256": sign(site["secret"], body, old), "X-Citedocs-Timestamp": old, "X-Citedocs-Delivery": "d-old"}
-    response = hook(server, body, headers)
+    response = hook(server, body, signed(site["secret"], body, "d-old", old))
     assert response.status_code == 401 and response.json()["error"] == "stale_timestamp"
 
 
@@ -147,15 +147,14 @@ def test_an_oversized_webhook_is_refused_before_it_is_read(server, site):
 def test_a_signed_webhook_makes_an_edited_page_searchable_and_a_replay_is_refused(server, site):
     write_docs(site["docs"], {"guides/zebra.mdx": ZEBRA})
     body = json.dumps({"ref": "refs/heads/main"}).encode()
-    now = str(int(time.time()))
-    headers = {"X-Hub-Signature-256": sign(site["secret"], body, now), "X-Citedocs-Timestamp": now, "X-Citedocs-Delivery": "d-1"}
+    headers = signed(site["secret"], body, "d-1")
     sent = time.perf_counter()
     response = hook(server, body, headers)
     assert response.status_code in (200, 202), response.text
     job = wait_for(server, site["admin"], response.json()["job"]["id"])
     searchable_s = time.perf_counter() - sent
     if job["trigger"] != "webhook":  # the admin test's sync was still running: it returned that job; send again
-        headers["X-Citedocs-Delivery"] = "d-2"
+        headers = signed(site["secret"], body, "d-2")
         job = wait_for(server, site["admin"], hook(server, body, headers).json()["job"]["id"])
     assert job["status"] == "succeeded" and "guides/zebra#zebra-crossing/1" in job["report"]["changed_chunk_ids"]
     services = Services.open(site["home"] / "citedocs.sqlite3")
@@ -258,7 +257,7 @@ def test_zip_bombs_and_archives_over_the_limits_are_rejected():
 
 def test_a_webhook_flood_is_rate_limited_and_changes_nothing(server, site):
     body = b"{}"
-    statuses = [hook(server, body, {"X-Hub-Signature-256": "sha256=00"}).status_code for _ in range(RATE + 3)]
+    statuses = [hook(server, body, signed("whsec_not-the-secret", body)).status_code for _ in range(RATE + 3)]
     assert 429 in statuses and set(statuses) <= {401, 429}
     flooded = hook(server, body, signed(site["secret"], body))
     assert flooded.status_code == 429 and "Retry-After" in flooded.headers

@@ -1,4 +1,4 @@
-"""A docs deploy telling citedocs to sync: POST /hooks/corpora/CORPUS, signed like GitHub's webhooks."""
+"""A docs deploy telling citedocs to sync: POST /hooks/corpora/CORPUS, signed with the corpus's secret."""
 
 import hashlib
 import hmac
@@ -16,15 +16,17 @@ CORPUS = sys.argv[2] if len(sys.argv) > 2 else "mydocs"
 SECRET = os.environ["WEBHOOK_SECRET"]  # from `citedocs sources webhook-secret CORPUS`
 
 body = json.dumps({"ref": "refs/heads/main"}).encode()  # sign exactly the bytes you send
-ts = str(int(time.time()))
-sig = hmac.new(SECRET.encode(), ts.encode() + b"." + body, hashlib.sha256).hexdigest()
+ts = str(int(time.time()))  # required: a request is refused once this leaves the replay window
+delivery = str(uuid.uuid4())  # unique per delivery: a repeat is refused
+message = f"{ts}.{delivery}.".encode() + body  # the signature covers all three
+sig = hmac.new(SECRET.encode(), message, hashlib.sha256).hexdigest()
 response = httpx.post(
     f"{BASE}/hooks/corpora/{CORPUS}",
     content=body,
     headers={
-        "X-Hub-Signature-256": f"sha256={sig}",
-        "X-Citedocs-Timestamp": ts,  # optional: with it, a replayed request is refused after the window
-        "X-Citedocs-Delivery": str(uuid.uuid4()),  # unique per delivery: a repeat is refused
+        "X-Citedocs-Signature": f"sha256={sig}",
+        "X-Citedocs-Timestamp": ts,
+        "X-Citedocs-Delivery": delivery,
         "Content-Type": "application/json",
     },
     timeout=60,

@@ -234,10 +234,10 @@ SETTINGS: dict[str, Setting] = {
         "CITEDOCS_WEBHOOK_REPLAY_WINDOW_S",
         300.0,
         _positive_float,
-        "a signed webhook's timestamp may be this old at most, and its delivery id is refused again within it",
+        "a signed webhook's timestamp may be this old at most; delivery ids (GitHub's: body digests) are remembered this long, and at least a day",
     ),
     "webhook_rate_per_minute": Setting(
-        "CITEDOCS_WEBHOOK_RATE_PER_MINUTE", 30, _positive_int, "webhook requests per minute per corpus (and per client IP); beyond: 429"
+        "CITEDOCS_WEBHOOK_RATE_PER_MINUTE", 30, _positive_int, "webhook requests per minute per corpus (and per client IP), shared by every server on PostgreSQL; beyond: 429"
     ),
 }
 

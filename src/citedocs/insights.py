@@ -39,7 +39,7 @@ GAP_LINKAGE = "average"  # how the distance of two groups is measured (scikit-le
 TOP_PAGES = 10
 LISTED = 20  # never-cited pages, comments and affected answers listed (their counts are complete)
 _MISSING = re.compile(r"the docs don't mention (.+?)\.?$")
-_SINCE = re.compile(r"^(\d+)([dhw])$")
+_SINCE = re.compile(r"([0-9]+)([dhw])")
 
 
 class InvalidRange(ValueError):
@@ -48,18 +48,22 @@ class InvalidRange(ValueError):
 
 def parse_since(value: str, name: str = "since") -> datetime:
     """``7d``, ``24h``, ``2w`` (before now) or an ISO date/time (UTC unless it says otherwise);
-    ``name`` (since, until) is what an error calls it."""
-    match = _SINCE.match(value.strip())
-    if match:
-        amount, unit = int(match.group(1)), match.group(2)
-        return datetime.now(timezone.utc) - timedelta(**{{"d": "days", "h": "hours", "w": "weeks"}[unit]: amount})
+    ``name`` (since, until) is what an error calls it. A value past what a date can hold (9999999999d,
+    a zone that moves year 1 before year 1) is ``InvalidRange`` too, like any other bad value."""
+    match = _SINCE.fullmatch(value.strip())
     try:
+        if match:
+            digits, unit = match.group(1).lstrip("0") or "0", match.group(2)
+            amount = int(digits[:11])  # past ten digits any amount overflows (and int() refuses thousands)
+            return datetime.now(timezone.utc) - timedelta(**{{"d": "days", "h": "hours", "w": "weeks"}[unit]: amount})
         moment = datetime.fromisoformat(value.strip())
+        return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+    except OverflowError:
+        raise InvalidRange(f"{name} {value[:40]!r} is out of range: dates run from the year 1 to 9999; use a shorter duration (7d, 24h, 2w) or a date in that span") from None
     except ValueError:
         raise InvalidRange(
-            f"{name} {value!r} is neither a duration (7d, 24h, 2w) nor an ISO date (2026-11-01); use one of those"
+            f"{name} {value[:40]!r} is neither a duration (7d, 24h, 2w) nor an ISO date (2026-11-01); use one of those"
         ) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 def _iso(moment: datetime) -> str:

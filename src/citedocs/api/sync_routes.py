@@ -18,7 +18,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
 from .. import config
-from ..auth import RateLimited, RateLimiter
+from ..auth import RateLimited, RateLimiter, SharedRateLimiter, rate_limiter
 from ..contract import ErrorBody
 from ..index.store import ApiKey, CorpusOwnedByOtherTenant
 from ..service import InvalidName, Services, UnknownCorpus
@@ -30,6 +30,9 @@ from .openapi import BODY_ERRORS, ERRORS, GUARDED, _errors
 ARCHIVE_ROUTE = r"^/admin/corpora/[^/]+/archive$"  # the one route whose body may exceed max_body_bytes
 ACTIVE_JOB = {200: {"description": "The corpus already had a queued or running sync: that job (created: false)"}}
 WEBHOOK_ERRORS = _errors(400, 401, 404, 409, 413, 429, 503)
+HOOK_OK = {200: {"description": "The corpus's queued or running sync (created: false); or, for a signed request that asks "
+                 "for no sync (a ping, another event, a push to another branch), no job and why: "
+                 "{job: null, created: false, ignored: '...'}"}}
 
 
 def _error(status: int, error: str, detail: str, headers: dict | None = None, **extra) -> JSONResponse:
@@ -43,7 +46,14 @@ def _limited(exc: RateLimited) -> JSONResponse:
 def create_router(services: Callable[[], Services], admin_caller: Callable[[Request], ApiKey]) -> APIRouter:
     router = APIRouter()
     AdminKey = Annotated[ApiKey, Depends(admin_caller)]
-    hook_limiter = RateLimiter(config.setting("webhook_rate_per_minute"))
+    made: list[RateLimiter | SharedRateLimiter] = []
+
+    def hook_limiter() -> RateLimiter | SharedRateLimiter:
+        """Made at the first webhook: shared by every server process on a PostgreSQL store (like the
+        API's rate limit), per process on SQLite."""
+        if not made:
+            made.append(rate_limiter(config.setting("webhook_rate_per_minute"), services().store))
+        return made[0]
 
     def syncs() -> Syncs:
         return Syncs(services())
@@ -102,20 +112,26 @@ def create_router(services: Callable[[], Services], admin_caller: Callable[[Requ
         except UnknownJob as exc:
             return _error(404, "unknown_job", str(exc))
 
-    @router.post("/hooks/corpora/{name}", status_code=202, responses={**ACTIVE_JOB, **WEBHOOK_ERRORS})
+    @router.post("/hooks/corpora/{name}", status_code=202, responses={**HOOK_OK, **WEBHOOK_ERRORS})
     async def corpus_webhook(name: str, request: Request):
-        """Start a sync when signed with the corpus's webhook secret (X-Hub-Signature-256 over the raw body)."""
-        client = f"ip:{request.client.host if request.client else 'unknown'}"
+        """Start a sync when signed with the corpus's webhook secret: X-Citedocs-Signature over
+        timestamp, delivery id and raw body, or GitHub's X-Hub-Signature-256 over the raw body. A
+        signed request that asks for no sync (GitHub's ping, another event, a push to another branch)
+        answers 200 with ``ignored`` and makes no job."""
+        # its own bucket names: on PostgreSQL the API's limit shares the same table, at another rate
+        client = f"webhook-ip:{request.client.host if request.client else 'unknown'}"
         try:
-            hook_limiter.take(client)  # every request, signed or not
+            hook_limiter().take(client)  # every request, signed or not
         except RateLimited as exc:
             return _limited(exc)
         body = await request.body()
         headers = {k.lower(): v for k, v in request.headers.items()}
         try:
-            job, created = syncs().webhook(name, body, headers, lambda: hook_limiter.take(f"corpus:{name}"))
+            job, created = syncs().webhook(name, body, headers, lambda: hook_limiter().take(f"webhook-corpus:{name}"))
         except RateLimited as exc:
             return _limited(exc)
+        except webhook.Ignored as exc:
+            return JSONResponse({"job": None, "created": False, "ignored": exc.detail})
         except webhook.Refused as exc:
             return _error(exc.status, exc.error, exc.detail)
         except UnknownCorpus as exc:

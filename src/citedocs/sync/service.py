@@ -310,10 +310,11 @@ class Syncs:
     def webhook(
         self, corpus: str, body: bytes, headers: dict[str, str], admit: Callable[[], None] = lambda: None
     ) -> tuple[SyncJob, bool]:
-        """Start a sync for a signed, fresh, first-seen delivery; else ``webhook.Refused`` (nothing changes).
-        ``admit`` runs once the signature holds, before the delivery id is spent (the per-corpus rate
-        limit: requests nobody signed cannot use up a corpus's allowance). The audit log gets the
-        outcome, in the corpus's tenant."""
+        """Start a sync for a signed, fresh, first-seen push to the source's branch; else
+        ``webhook.Refused`` (nothing changes), or ``webhook.Ignored`` for a signed request that asks
+        for no sync (a ping, another event or branch). ``admit`` runs once the signature holds,
+        before the delivery id is spent (the per-corpus rate limit: requests nobody signed cannot use
+        up a corpus's allowance). The audit log gets the outcome, in the corpus's tenant."""
         owner = self.store.get_source(corpus)
         return self._audited(
             "webhook", corpus, None, owner.tenant if owner else None, "webhook", lambda: self._webhook(corpus, body, headers, admit)
@@ -327,9 +328,10 @@ class Syncs:
         window = config.setting("webhook_replay_window_s")
         delivery = webhook.verify(stored.webhook_secret, body, headers, window)
         admit()
+        webhook.check_applies(delivery, stored.options.get("branch"))
         at = now()
-        if not self.store.record_delivery(corpus, delivery, stamp(at), stamp(at - timedelta(seconds=max(window, 86400)))):
-            raise webhook.Refused(409, "replayed_delivery", f"delivery {delivery!r} was received already; nothing was changed")
+        if not self.store.record_delivery(corpus, delivery.key, stamp(at), stamp(at - timedelta(seconds=webhook.remembered_s(window)))):
+            raise webhook.Refused(409, "replayed_delivery", f"delivery {delivery.key!r} was received already; nothing was changed")
         return self._start(corpus, "webhook")
 
     # the audit log -------------------------------------------------------------------------------
