@@ -178,6 +178,28 @@ def test_verifying_any_header_text_is_an_answer_or_a_refusal_never_a_crash(times
     assert 400 <= refused.value.status < 500
 
 
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=12,
+)
+PAYLOADS = st.one_of(
+    st.binary(max_size=200),
+    JSON.map(lambda v: json.dumps(v).encode()),
+    st.fixed_dictionaries({"ref": JSON, "repository": st.fixed_dictionaries({"pushed_at": JSON | st.integers(min_value=-(10**400), max_value=10**400)})}).map(lambda v: json.dumps(v).encode()),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=PAYLOADS, event=st.sampled_from(["push", "ping", "issues", ""]) | st.text(max_size=20))
+def test_any_signed_github_body_is_a_delivery_or_a_refusal_never_a_crash(body, event):
+    headers = {"x-hub-signature-256": webhook.sign_github("whsec_x", body), "x-github-event": event, "x-github-delivery": "g"}
+    try:
+        webhook.check_applies(webhook.verify("whsec_x", body, headers, 300), "main")
+    except webhook.Refused as refused:
+        assert refused.status == 200 or 400 <= refused.status < 500
+
+
 def test_githubs_ping_and_other_events_start_no_sync(server, site):
     before = jobs(server, site)
     ping = json.dumps({"zen": "Keep it logically awesome.", "hook_id": 1}).encode()

@@ -310,17 +310,18 @@ class Syncs:
     def webhook(
         self, corpus: str, body: bytes, headers: dict[str, str], admit: Callable[[], None] = lambda: None
     ) -> tuple[SyncJob, bool]:
-        """Start a sync for a signed, fresh, first-seen push to the source's branch; else
-        ``webhook.Refused`` (nothing changes), or ``webhook.Ignored`` for a signed request that asks
-        for no sync (a ping, another event or branch). ``admit`` runs once the signature holds,
-        before the delivery id is spent (the per-corpus rate limit: requests nobody signed cannot use
-        up a corpus's allowance). The audit log gets the outcome, in the corpus's tenant."""
+        """Start a sync for a signed, fresh, first-seen delivery; else ``webhook.Refused`` (nothing changes).
+        ``admit`` runs once the signature holds, before the delivery id is spent (the per-corpus rate
+        limit: requests nobody signed cannot use up a corpus's allowance). The audit log gets the
+        outcome, in the corpus's tenant."""
         owner = self.store.get_source(corpus)
         return self._audited(
             "webhook", corpus, None, owner.tenant if owner else None, "webhook", lambda: self._webhook(corpus, body, headers, admit)
         )
 
     def _webhook(self, corpus: str, body: bytes, headers: dict[str, str], admit: Callable[[], None]) -> tuple[SyncJob, bool]:
+        """A signed request that asks for no sync (a ping, another event, a push to another branch
+        than the source's) raises ``webhook.Ignored``: no job, and its replay key is not spent."""
         stored = self.store.get_source(corpus)
         if stored is None or stored.webhook_secret is None:
             # the same answer for a corpus without a webhook and one that does not exist

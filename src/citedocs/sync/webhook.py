@@ -154,11 +154,12 @@ def _verify_github(secret: str, body: bytes, headers: dict[str, str], window_s: 
     if not isinstance(payload, dict):
         raise Refused(400, "bad_payload", "a GitHub delivery's body must be a JSON object: set the webhook's content type to application/json")
     event = headers[GITHUB_EVENT_HEADER].strip()
-    pushed_at = (payload.get("repository") or {}).get("pushed_at") if isinstance(payload.get("repository"), dict) else None
-    if event == "push" and type(pushed_at) is int:
-        age = now - pushed_at
+    repository = payload.get("repository")
+    pushed_at = repository.get("pushed_at") if isinstance(repository, dict) else None
+    if event == "push" and type(pushed_at) is int:  # not bool, not a float (NaN compares as fresh)
+        age = int(now) - pushed_at  # in ints: a signed 300-digit pushed_at is no float
         if abs(age) > remembered_s(window_s):
-            raise Refused(401, "stale_delivery", f"this push was made {age:.0f}s ago; pushes older than {remembered_s(window_s):.0f}s are refused as replays")
+            raise Refused(401, "stale_delivery", f"this push was made {str(age)[:20]}s ago; pushes older than {remembered_s(window_s):.0f}s are refused as replays")
     ref = payload.get("ref")
     return Delivery("github:" + hashlib.sha256(body).hexdigest(), event, ref if isinstance(ref, str) else None)
 
