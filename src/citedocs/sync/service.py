@@ -47,7 +47,13 @@ def new_job_id() -> str:
 
 
 def uploads_dir(corpus: str) -> Path:
-    return config.home() / "uploads" / corpus
+    """citedocs' own folder for ``corpus``'s uploads (under CITEDOCS_HOME): the only place an upload writes."""
+    return (config.home() / "uploads" / corpus).resolve()
+
+
+def upload_folder(corpus: str) -> Path:
+    """Where the docs of ``corpus``'s live upload are kept, for a later sync to read again."""
+    return uploads_dir(corpus) / "current"
 
 
 class Syncs:
@@ -193,7 +199,7 @@ class Syncs:
         options = dict(stored.options) if stored and stored.kind == "archive" else {}
         options.update({k: v for k, v in {"base_url": base_url, "format": docs_format}.items() if v})
         if stored is None or stored.kind != "archive" or options != stored.options:
-            self.set_source(corpus, "archive", str(uploads_dir(corpus) / "current"), options, tenant)
+            self.set_source(corpus, "archive", str(upload_folder(corpus)), options, tenant)
         job, created = self._start(corpus, "upload", tenant, data)
         if not created:
             raise JobBusy(job)
@@ -249,6 +255,11 @@ class Syncs:
         incoming = None
         data = self.store.job_archive(job.id)
         if data is not None:  # an upload: unpack beside the folder the last upload was read from
+            if source.kind != "archive" or Path(source.location) != upload_folder(job.corpus):
+                raise SourceError(
+                    f"the source of corpus {job.corpus!r} was changed to {source.kind} {source.location} after this upload was "
+                    "accepted; the upload was not applied (upload it again to make it the source)"
+                )
             incoming = uploads_dir(job.corpus) / f"incoming-{job.id}"
             shutil.rmtree(incoming, ignore_errors=True)
             unpacked = archive.unpack(data, incoming, archive.Limits.from_settings())
@@ -279,10 +290,8 @@ class Syncs:
             went_live = status == "succeeded"
         finally:
             if incoming is not None and incoming.exists():
-                if went_live:
-                    # the new version is live: its files become the folder a later sync re-reads
-                    shutil.rmtree(source.location, ignore_errors=True)
-                    incoming.rename(source.location)
+                if went_live:  # the new version is live: its files become the folder a later sync re-reads
+                    _replace_folder(upload_folder(job.corpus), incoming)
                 else:  # failed or held: the folder of the live version stays
                     shutil.rmtree(incoming, ignore_errors=True)
         return status, job_report(source, note, before.version if before else None, result, gate_report, went_live)
@@ -352,6 +361,16 @@ class Syncs:
             raise
         self.services.audit(by, action, corpus, "ok" if created else "already_active", detail(job), tenant=tenant, actor=actor)
         return job, created
+
+
+def _replace_folder(folder: Path, new: Path) -> None:
+    """Make ``new`` (a sibling) take the place of ``folder``; only ever called on citedocs' upload folders."""
+    old = folder.with_name(folder.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if folder.exists():
+        folder.rename(old)
+    new.rename(folder)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def audit_outcome(exc: Exception) -> str:

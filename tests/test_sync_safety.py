@@ -1,0 +1,73 @@
+"""What syncing and uploading may never do to a team's data: an upload touches only citedocs' own
+upload folder, keeps every other setting of the source, and writes nothing unless it is accepted;
+re-running `up` or `ingest` never silently replaces a corpus's source.
+
+Real parts throughout: real Astro pages, the real model, a real SQLite store, real zip and tar files."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from citedocs.index.store import SyncJob
+from citedocs.service import Services
+from citedocs.sync.service import Syncs, stamp
+from citedocs.sync.worker import JobRunner
+
+from conftest import ASTRO_BASE_URL, write_docs
+
+ZEBRA = "---\ntitle: Zebra crossings\n---\n\n## Zebra crossing\n\nA unique zebra paragraph about striped crossings.\n"
+OKAPI = "---\ntitle: Okapi\n---\n\n## Okapi facts\n\nThe okapi is a forest giraffe.\n"
+
+
+@pytest.fixture
+def syncs(tmp_home: Path) -> Syncs:
+    services = Services.open()
+    yield Syncs(services)
+    services.store.close()
+
+
+@pytest.fixture
+def admin(syncs: Syncs):
+    return syncs.services.create_key("default", "ops", admin=True)[0]
+
+
+def zipped(files: dict[str, str | bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive_file:
+        for name, data in files.items():
+            archive_file.writestr(name, data)
+    return buffer.getvalue()
+
+
+def tarred(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def run_queued(syncs: Syncs) -> SyncJob:
+    """What a worker does with the oldest queued job."""
+    job = syncs.store.claim_job("test-worker", stamp())
+    assert job is not None, "no queued job"
+    return JobRunner(syncs, "test-worker").run(job)
+
+
+def test_an_upload_job_never_deletes_the_folder_the_source_names_when_it_runs(syncs, admin, tmp_path):
+    queued = syncs.upload("uploaded", zipped({"guides/zebra.mdx": ZEBRA}), admin, base_url=ASTRO_BASE_URL)
+    precious = write_docs(tmp_path / "team-docs", {"guides/okapi.mdx": OKAPI, "notes.txt": "not docs, still theirs"})
+    syncs.set_source("uploaded", "folder", str(precious), {"base_url": ASTRO_BASE_URL})
+    ended = run_queued(syncs)
+    assert ended.id == queued.id
+    assert sorted(p.name for p in precious.rglob("*") if p.is_file()) == ["notes.txt", "okapi.mdx"]
+    assert (precious / "notes.txt").read_text() == "not docs, still theirs"
+    assert ended.status == "failed" and "changed" in ended.error and str(precious) in ended.error
+    assert syncs.source("uploaded").location == str(precious)  # the operator's choice stands
