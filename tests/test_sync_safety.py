@@ -71,3 +71,31 @@ def test_an_upload_job_never_deletes_the_folder_the_source_names_when_it_runs(sy
     assert (precious / "notes.txt").read_text() == "not docs, still theirs"
     assert ended.status == "failed" and "changed" in ended.error and str(precious) in ended.error
     assert syncs.source("uploaded").location == str(precious)  # the operator's choice stands
+
+
+def test_ingest_or_up_of_another_folder_refuses_to_replace_a_corpus_source_unless_told(syncs, small_docs, tmp_path):
+    from typer.testing import CliRunner
+
+    from citedocs.cli import app as cli
+    from fake_llm import free_port
+
+    syncs.services.ingest(small_docs, "team", ASTRO_BASE_URL)
+    syncs.set_source("team", "git", str(small_docs), {"base_url": ASTRO_BASE_URL, "branch": "main", "pull": True, "every": "6h"})
+    version, chunks = syncs.services.corpus("team").version, syncs.services.corpus("team").chunk_count
+    other = write_docs(tmp_path / "elsewhere", {"guides/zebra.mdx": ZEBRA})
+    runner, env = CliRunner(), {"COLUMNS": "200"}
+    for command in (["ingest", str(other), "-c", "team"], ["up", str(other), "-c", "team", "--port", str(free_port())]):
+        refused = runner.invoke(cli, command, env=env)
+        assert refused.exit_code == 2, refused.output
+        assert "git" in refused.output and str(small_docs) in refused.output and "--replace-source" in refused.output
+        source = syncs.source("team")
+        assert (source.kind, source.location, source.options["branch"], source.options["pull"]) == ("git", str(small_docs), "main", True)
+        assert (syncs.services.corpus("team").version, syncs.services.corpus("team").chunk_count) == (version, chunks)
+    same = runner.invoke(cli, ["ingest", str(small_docs), "-c", "team", "--base-url", ASTRO_BASE_URL], env=env)
+    assert same.exit_code == 0, same.output  # the same folder again: the incremental no-op
+    assert syncs.source("team").kind == "git" and syncs.services.corpus("team").version == version
+    replaced = runner.invoke(cli, ["ingest", str(other), "-c", "team", "--base-url", ASTRO_BASE_URL, "--replace-source"], env=env)
+    assert replaced.exit_code == 0, replaced.output
+    source = syncs.source("team")
+    assert (source.kind, source.location) == ("folder", str(other.resolve())) and "branch" not in source.options
+    assert source.options["every"] == "6h"  # the schedule (and a release gate) stay: only where the docs come from changed

@@ -29,6 +29,39 @@ from .sources import SourceError
 TRIGGERS = ("cli", "admin", "webhook", "schedule", "upload")
 
 
+KEPT_ON_REPLACE = ("every", "eval", "floors")  # a source replaced by `ingest --replace-source` keeps its schedule and gate
+
+
+class SourceConflict(SourceError):
+    """An ingest would read a corpus from somewhere else than its remembered source; nothing was changed."""
+
+    def __init__(self, current: CorpusSource, kind: str, location: str) -> None:
+        shown = sources.describe(current)
+        extra = ", ".join(f"{k} {shown[k]}" for k in ("branch", "pull", "every", "eval") if shown.get(k))
+        super().__init__(
+            f"corpus {current.corpus!r} is read from {current.kind} {current.location}{f' ({extra})' if extra else ''}; "
+            f"reading {location} into it would replace that source and remove the pages only the source has. "
+            f"Nothing was changed. Read {current.location} again, pick another corpus name (--corpus), or pass "
+            "--replace-source to make this its source (its schedule and release gate stay)"
+        )
+
+
+def _place(kind: str, location: str) -> str:
+    """A location as a source remembers it: a resolved folder, or the URL as given."""
+    return location if kind == "crawl" else str(Path(location).expanduser().resolve())
+
+
+def _same_place(source: CorpusSource, kind: str, location: str) -> bool:
+    """Whether ``location`` is where ``source`` reads from: the same site, or the same folder, one
+    inside the other (a project and its docs/ folder hold the same docs)."""
+    if (source.kind == "crawl") != (kind == "crawl"):
+        return False
+    if kind == "crawl":
+        return source.location.rstrip("/") == location.rstrip("/")
+    remembered, given = Path(_place(source.kind, source.location)), Path(_place(kind, location))
+    return remembered == given or remembered.is_relative_to(given) or given.is_relative_to(remembered)
+
+
 class UnknownJob(LookupError):
     def __init__(self, job_id: str) -> None:
         super().__init__(f"no sync job with id {job_id!r}; `citedocs jobs list` (or GET /admin/jobs) shows the job ids")
@@ -97,15 +130,31 @@ class Syncs:
         self.store.save_source(source)
         return source
 
-    def remember_ingested(self, corpus: str, kind: str, location: str, tenant: str, options: dict) -> None:
-        """After `citedocs ingest`: remember the folder or site it read, unless the corpus already
-        remembers that very location (a git source, a schedule or a gate stay as they are)."""
-        if kind != "crawl":
-            location = str(Path(location).expanduser().resolve())
-        previous = self.store.get_source(corpus)
-        if previous is not None and previous.location == location:
+    def check_source_kept(self, corpus: str, kind: str, location: str, replace_source: bool = False) -> None:
+        """Before `citedocs ingest` or `up` reads ``location`` into ``corpus``: refuse (SourceConflict)
+        when the corpus is read from somewhere else, unless ``replace_source`` (the operator's
+        --replace-source); an ingest of another folder would drop the pages the source has and it lacks."""
+        if replace_source or (self.store.get_source(corpus) is None and self.store.get_corpus(corpus) is None):
             return
-        self.set_source(corpus, kind, location, options, tenant)
+        current = self.source(corpus)
+        if not _same_place(current, kind, location):
+            raise SourceConflict(current, kind, _place(kind, location))
+
+    def remember_ingested(self, corpus: str, kind: str, location: str, tenant: str, options: dict, replace_source: bool = False) -> None:
+        """After `citedocs ingest`: remember the folder or site it read. A corpus that already
+        remembers that very location keeps its source as it is (a git source, a schedule, a gate);
+        another location is refused unless ``replace_source``, which keeps the schedule and release gate."""
+        location = _place(kind, location)
+        previous = self.store.get_source(corpus)
+        if previous is not None and _same_place(previous, kind, location):
+            if previous.location != location:  # the project for its docs folder, or back: the source stays, re-pointed
+                given = {k: v for k, v in options.items() if v is not None}
+                self.store.save_source(replace(previous, location=location, options={**previous.options, **given}, updated_at=stamp()))
+            return
+        if previous is not None and not replace_source:
+            raise SourceConflict(previous, kind, location)
+        kept = {k: v for k, v in (previous.options if previous else {}).items() if k in KEPT_ON_REPLACE}
+        self.set_source(corpus, kind, location, {**kept, **options}, tenant)
 
     def source(self, corpus: str, tenant: str | None = None) -> CorpusSource:
         """The corpus's remembered source; a corpus indexed before sources were remembered is read
