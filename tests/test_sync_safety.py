@@ -99,3 +99,29 @@ def test_ingest_or_up_of_another_folder_refuses_to_replace_a_corpus_source_unles
     source = syncs.source("team")
     assert (source.kind, source.location) == ("folder", str(other.resolve())) and "branch" not in source.options
     assert source.options["every"] == "6h"  # the schedule (and a release gate) stay: only where the docs come from changed
+
+
+def gated_git_source(syncs: Syncs, docs: Path, tmp_path: Path):
+    syncs.services.ingest(docs, "team", ASTRO_BASE_URL)
+    cases = write_docs(tmp_path / "cases", {"team-dev.jsonl": '{"id": "q1", "question": "How do I deploy to Heroku?"}\n'})
+    options = {"base_url": ASTRO_BASE_URL, "branch": "main", "pull": True, "every": "6h", "eval": str(cases / "team-dev.jsonl"), "floors": {"mrr": 0.5}}
+    return syncs.set_source("team", "git", str(docs), options)
+
+
+def test_an_upload_keeps_the_release_gate_schedule_and_every_other_source_setting(syncs, admin, small_docs, tmp_path):
+    before = gated_git_source(syncs, small_docs, tmp_path)
+    syncs.upload("team", zipped({"guides/zebra.mdx": ZEBRA}), admin, docs_format="mdx")
+    after = syncs.source("team")
+    assert after.kind == "archive" and after.location != str(small_docs)
+    assert after.options == {**before.options, "format": "mdx"}
+    assert after.next_sync_at and after.webhook_secret == before.webhook_secret
+
+
+def test_a_refused_upload_changes_no_source_setting(syncs, admin, small_docs, tmp_path):
+    from citedocs.sync.service import JobBusy
+
+    before = gated_git_source(syncs, small_docs, tmp_path)
+    syncs.start("team", "admin", by=admin)  # a sync is queued: the upload must wait (409)
+    with pytest.raises(JobBusy):
+        syncs.upload("team", tarred({"guides/zebra.mdx": ZEBRA.encode()}), admin, base_url="https://elsewhere.example/")
+    assert syncs.source("team") == before

@@ -245,12 +245,21 @@ class Syncs:
         owner = stored.tenant if stored else info.tenant if info else tenant
         if owner != tenant:
             raise CorpusOwnedByOtherTenant(f"corpus {corpus!r} belongs to another tenant; pick another corpus name")
-        options = dict(stored.options) if stored and stored.kind == "archive" else {}
-        options.update({k: v for k, v in {"base_url": base_url, "format": docs_format}.items() if v})
-        if stored is None or stored.kind != "archive" or options != stored.options:
-            self.set_source(corpus, "archive", str(upload_folder(corpus)), options, tenant)
+        active = next((job for job in self.store.list_jobs(None, corpus, 1) if job.active), None)
+        if active is not None:
+            raise JobBusy(active)
+        # the upload becomes where the docs come from; every other setting of the source stays
+        previous = self.source(corpus) if stored or info else None
+        given = {k: v for k, v in {"base_url": base_url, "format": docs_format}.items() if v}
+        if previous is None:
+            self.set_source(corpus, "archive", str(upload_folder(corpus)), given, tenant)
+        else:
+            options = {**previous.options, **given}
+            self.store.save_source(replace(previous, kind="archive", location=str(upload_folder(corpus)), options=options, updated_at=stamp()))
         job, created = self._start(corpus, "upload", tenant, data)
-        if not created:
+        if not created:  # another sync was queued meanwhile: the upload is refused, the source as it was
+            if previous is not None:
+                self.store.save_source(previous)
             raise JobBusy(job)
         return job
 
