@@ -16,6 +16,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 
 from .. import config
 from ..auth import RateLimited, RateLimiter
@@ -79,8 +80,8 @@ def create_router(services: Callable[[], Services], admin_caller: Callable[[Requ
         """Upload a .zip or .tar.gz of docs as the corpus's new source (raw body); checked whole,
         then synced by a worker. The live version keeps serving until the new one is complete."""
         data = await request.body()
-        try:
-            job = syncs().upload(name, data, key, base_url, docs_format)
+        try:  # the archive's check inflates data: in a worker thread, never on the event loop
+            job = await run_in_threadpool(syncs().upload, name, data, key, base_url, docs_format)
         except ArchiveRejected as exc:
             return _error(422, "archive_rejected", exc.summary, problems=exc.problems)
         except (InvalidName, CorpusOwnedByOtherTenant) as exc:
