@@ -98,3 +98,44 @@ def test_a_tar_bomb_is_rejected_at_its_header_without_inflating_its_data():
     with pytest.raises(archive.ArchiveRejected) as rejected:  # 100 MiB of zeros in 100 kB: within the byte limit, not the ratio
         archive.inspect(tar_bomb(100 << 20), LIMITS)
     assert "max_compression_ratio" in " ".join(rejected.value.problems)
+
+
+def names_disagree() -> bytes:
+    """A zip whose local header names another file than its central directory does."""
+    data = zipped({"docs/a.md": b"# A\n\nText.\n"})
+    return data.replace(b"docs/a.md", b"docs/b.md", 1)  # the local header comes first
+
+
+BROKEN = {
+    "names-disagree": (names_disagree(), "headers disagree"),
+    "file-and-folder": (zipped({"docs/a.md": b"# A\n", "docs/a.md/b.md": b"# B\n"}), "the archive has it as a file"),
+    "folder-then-file": (zipped({"docs/x/b.md": b"# B\n", "docs/x": b"# X\n"}), "a file and also a folder"),
+    "twice": (zipped({"docs/a.md": b"# A\n", "docs/b.md": b"# B\n"}).replace(b"docs/b.md", b"docs/a.md"), "comes twice"),
+    "long-name": (zipped({"docs/" + "x" * 300 + ".md": b"# A\n"}), "longer than 255 bytes"),
+    "long-tar-name": (None, "longer than 255 bytes"),
+}
+
+
+@pytest.mark.parametrize("case", BROKEN, ids=list(BROKEN))
+def test_a_broken_archive_is_rejected_at_inspection_with_what_is_wrong(case):
+    data, problem = BROKEN[case]
+    if data is None:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+            info = tarfile.TarInfo("docs/" + "ж" * 200 + ".md")  # 400 bytes in UTF-8: a GNU long name
+            info.size = 4
+            tar.addfile(info, io.BytesIO(b"# A\n"))
+        data = buffer.getvalue()
+    with pytest.raises(archive.ArchiveRejected) as rejected:
+        archive.inspect(data, LIMITS)
+    assert problem in " ".join(rejected.value.problems), rejected.value.problems
+
+
+def test_a_zip_whose_entries_are_small_but_whose_total_is_a_bomb_is_rejected():
+    """Many small entries, each under the per-entry check's floor: 384 MB from a few hundred kB."""
+    page = b"<p>" + b"a" * 999_997  # 1 MB, under the per-entry floor, about 1 kB deflated
+    data = zipped({f"docs/{n}.html": page for n in range(384)})
+    assert len(data) < 500_000
+    with pytest.raises(archive.ArchiveRejected) as rejected:
+        archive.inspect(data, LIMITS)
+    assert "whole archive (max_compression_ratio)" in " ".join(rejected.value.problems)
