@@ -125,3 +125,43 @@ def test_a_refused_upload_changes_no_source_setting(syncs, admin, small_docs, tm
     with pytest.raises(JobBusy):
         syncs.upload("team", tarred({"guides/zebra.mdx": ZEBRA.encode()}), admin, base_url="https://elsewhere.example/")
     assert syncs.source("team") == before
+
+
+def test_a_name_with_a_trailing_newline_is_not_a_valid_name():
+    from citedocs.service import InvalidName, check_name
+
+    for name in ("docs\n", "docs\r\n", "\ndocs"):
+        with pytest.raises(InvalidName):
+            check_name("corpus", name)
+    assert check_name("corpus", "docs_v2-en") == "docs_v2-en"
+
+
+def test_no_tenant_can_take_the_name_of_a_release_gate_candidate(syncs, small_docs, tmp_path):
+    from citedocs.service import InvalidName
+
+    intruder = syncs.services.create_key("acme", "acme ops", admin=True)[0]
+    with pytest.raises(InvalidName, match="reserved for the release gate"):
+        syncs.upload("team--candidate", zipped({"guides/zebra.mdx": ZEBRA}), intruder, base_url=ASTRO_BASE_URL)
+    with pytest.raises(InvalidName, match="reserved for the release gate"):
+        syncs.set_source("team--candidate", "folder", str(small_docs), {"base_url": ASTRO_BASE_URL}, tenant="acme")
+    assert syncs.store.get_corpus("team--candidate") is None and syncs.store.get_source("team--candidate") is None
+
+
+def test_uploading_to_a_name_another_tenant_uses_says_only_that_it_is_unavailable(syncs, admin, small_docs):
+    from citedocs.index.store import CorpusOwnedByOtherTenant
+
+    syncs.services.ingest(small_docs, "team", ASTRO_BASE_URL)
+    intruder = syncs.services.create_key("acme", "acme ops", admin=True)[0]
+    with pytest.raises(CorpusOwnedByOtherTenant) as refused:
+        syncs.upload("team", zipped({"guides/zebra.mdx": ZEBRA}), intruder)
+    message = str(refused.value)
+    assert "not available" in message and "default" not in message and "tenant" not in message
+    assert syncs.source("team").kind == "folder"
+
+
+def test_a_job_whose_name_another_tenant_took_meanwhile_does_not_say_whose_it_is(syncs, small_docs):
+    acme = syncs.services.create_key("acme", "acme ops", admin=True)[0]
+    syncs.upload("shared", zipped({"guides/zebra.mdx": ZEBRA}), acme, base_url=ASTRO_BASE_URL)
+    syncs.services.ingest(small_docs, "shared", ASTRO_BASE_URL, tenant="other-team")  # the operator, meanwhile
+    ended = run_queued(syncs)
+    assert ended.status == "failed" and "not available" in ended.error and "other-team" not in ended.error

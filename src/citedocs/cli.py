@@ -137,7 +137,7 @@ def _run_ingest(
     kind = "crawl" if crawl_settings is not None else "folder"
     try:
         Syncs(services).check_source_kept(corpus, kind, str(source), replace_source)
-    except SourceError as exc:
+    except (SourceError, InvalidName) as exc:
         fail(str(exc))
     with ingest_progress() as report:
         try:

@@ -84,8 +84,10 @@ def create_router(services: Callable[[], Services], admin_caller: Callable[[Requ
             job = await run_in_threadpool(syncs().upload, name, data, key, base_url, docs_format)
         except ArchiveRejected as exc:
             return _error(422, "archive_rejected", exc.summary, problems=exc.problems)
-        except (InvalidName, CorpusOwnedByOtherTenant) as exc:
-            return _error(409 if isinstance(exc, CorpusOwnedByOtherTenant) else 422, "invalid_corpus", str(exc))
+        except InvalidName as exc:
+            return _error(422, "invalid_corpus", str(exc))
+        except CorpusOwnedByOtherTenant as exc:  # another tenant's: said without whose (docs: keep-in-sync.md)
+            return _error(409, "name_unavailable", str(exc))
         except JobBusy as exc:
             return _error(409, "sync_in_progress", str(exc), job=exc.job.as_dict())
         return job_body(job)

@@ -46,6 +46,22 @@ class SourceConflict(SourceError):
         )
 
 
+def check_corpus_name(corpus: str) -> str:
+    """A corpus name a tenant or the operator may use: a valid name, not one the release gate reserves."""
+    check_name("corpus", corpus)
+    if corpus.endswith(gate.CANDIDATE_SUFFIX):
+        raise InvalidName(
+            f"invalid corpus {corpus!r}: names ending in {gate.CANDIDATE_SUFFIX!r} are reserved for the release gate's "
+            "candidate versions; pick another corpus name"
+        )
+    return corpus
+
+
+def name_unavailable(corpus: str) -> CorpusOwnedByOtherTenant:
+    """A name in use by another tenant: said without whose it is or what it holds (names are unique across tenants)."""
+    return CorpusOwnedByOtherTenant(f"corpus name {corpus!r} is not available; pick another corpus name")
+
+
 def _place(kind: str, location: str) -> str:
     """A location as a source remembers it: a resolved folder, or the URL as given."""
     return location if kind == "crawl" else str(Path(location).expanduser().resolve())
@@ -99,7 +115,7 @@ class Syncs:
         self, corpus: str, kind: str, location: str, options: dict | None = None, tenant: str = config.DEFAULT_TENANT
     ) -> CorpusSource:
         """Remember where ``corpus`` is read from (replacing what was remembered; the webhook secret stays)."""
-        check_name("corpus", corpus)
+        check_corpus_name(corpus)
         check_name("tenant", tenant)
         sources.check_kind(kind)
         options = {k: v for k, v in (options or {}).items() if v is not None}
@@ -134,6 +150,7 @@ class Syncs:
         """Before `citedocs ingest` or `up` reads ``location`` into ``corpus``: refuse (SourceConflict)
         when the corpus is read from somewhere else, unless ``replace_source`` (the operator's
         --replace-source); an ingest of another folder would drop the pages the source has and it lacks."""
+        check_corpus_name(corpus)
         if replace_source or (self.store.get_source(corpus) is None and self.store.get_corpus(corpus) is None):
             return
         current = self.source(corpus)
@@ -235,7 +252,7 @@ class Syncs:
         return job
 
     def _upload(self, corpus: str, data: bytes, tenant: str, base_url: str | None, docs_format: str | None) -> SyncJob:
-        check_name("corpus", corpus)
+        check_corpus_name(corpus)
         limit = config.setting("max_upload_bytes")
         if len(data) > limit:
             raise archive.ArchiveRejected(f"the archive is {len(data):,} bytes, over the {limit:,}-byte limit (max_upload_bytes)", [])
@@ -244,7 +261,7 @@ class Syncs:
         stored = self.store.get_source(corpus)
         owner = stored.tenant if stored else info.tenant if info else tenant
         if owner != tenant:
-            raise CorpusOwnedByOtherTenant(f"corpus {corpus!r} belongs to another tenant; pick another corpus name")
+            raise name_unavailable(corpus)
         active = next((job for job in self.store.list_jobs(None, corpus, 1) if job.active), None)
         if active is not None:
             raise JobBusy(active)
