@@ -18,7 +18,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from .. import config
+from .. import config, metrics
 from ..auth import RateLimited, RateLimiter
 from ..contract import ErrorBody
 from ..index.store import ApiKey, CorpusOwnedByOtherTenant
@@ -112,6 +112,7 @@ def create_router(services: Callable[[], Services], admin_caller: Callable[[Requ
         try:
             hook_limiter.take(client)  # every request, signed or not
         except RateLimited as exc:
+            metrics.WEBHOOKS_REJECTED.labels("rate_limited").inc()
             return _limited(exc)
         body = await request.body()
         headers = {k.lower(): v for k, v in request.headers.items()}

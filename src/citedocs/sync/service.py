@@ -16,7 +16,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from .. import config, telemetry
+from .. import config, metrics, telemetry
 from ..auth import RateLimited
 from ..index.store import ApiKey, CorpusOwnedByOtherTenant, CorpusSource, SyncJob
 from ..ingest.crawl import CrawlSettings, crawl_scope
@@ -395,21 +395,26 @@ class Syncs:
         self, corpus: str, body: bytes, headers: dict[str, str], admit: Callable[[], None] = lambda: None
     ) -> tuple[SyncJob, bool]:
         """Start a sync for a signed, fresh, first-seen delivery; else ``webhook.Refused`` (nothing changes).
-        ``admit`` runs once the signature holds, before the delivery id is spent (the per-corpus rate
-        limit: requests nobody signed cannot use up a corpus's allowance). The audit log gets the
-        outcome, in the corpus's tenant."""
-        owner = self.store.get_source(corpus)
-        return self._audited(
-            "webhook", corpus, None, owner.tenant if owner else None, "webhook", lambda: self._webhook(corpus, body, headers, admit)
-        )
+        A request whose signature does not hold is anyone's: it is counted by reason
+        (``citedocs_webhooks_rejected_total``), never written to the audit log. Once it holds, ``admit``
+        runs before the delivery id is spent (the per-corpus rate limit: requests nobody signed cannot
+        use up a corpus's allowance), and the audit log gets the outcome, in the corpus's tenant."""
+        try:
+            stored, delivery = self._signed_delivery(corpus, body, headers)
+        except webhook.Refused as exc:
+            metrics.WEBHOOKS_REJECTED.labels(exc.error).inc()
+            raise
+        return self._audited("webhook", corpus, None, stored.tenant, "webhook", lambda: self._webhook(corpus, delivery, admit))
 
-    def _webhook(self, corpus: str, body: bytes, headers: dict[str, str], admit: Callable[[], None]) -> tuple[SyncJob, bool]:
+    def _signed_delivery(self, corpus: str, body: bytes, headers: dict[str, str]) -> tuple[CorpusSource, str]:
         stored = self.store.get_source(corpus)
         if stored is None or stored.webhook_secret is None:
             # the same answer for a corpus without a webhook and one that does not exist
             raise webhook.Refused(404, "no_webhook", f"corpus {corpus!r} has no webhook; the operator enables one with `citedocs sources webhook-secret {corpus}`")
+        return stored, webhook.verify(stored.webhook_secret, body, headers, config.setting("webhook_replay_window_s"))
+
+    def _webhook(self, corpus: str, delivery: str, admit: Callable[[], None]) -> tuple[SyncJob, bool]:
         window = config.setting("webhook_replay_window_s")
-        delivery = webhook.verify(stored.webhook_secret, body, headers, window)
         admit()
         at = now()
         if not self.store.record_delivery(corpus, delivery, stamp(at), stamp(at - timedelta(seconds=max(window, 86400)))):
