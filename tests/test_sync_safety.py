@@ -192,3 +192,50 @@ def test_unsigned_webhooks_are_counted_not_written_to_the_audit_log(syncs, small
     assert {reason: rejected(reason) - counts[reason] for reason in counts} == {
         "no_webhook": 1, "signature_missing": 1, "signature_mismatch": 1,
     }  # fmt: skip
+
+
+def test_a_tenant_over_its_corpus_quota_cannot_create_another_by_upload(syncs, admin, small_docs, monkeypatch):
+    from citedocs.sync.service import QuotaExceeded
+
+    syncs.services.ingest(small_docs, "team", ASTRO_BASE_URL)
+    monkeypatch.setenv("CITEDOCS_TENANT_MAX_CORPORA", "1")
+    with pytest.raises(QuotaExceeded) as refused:
+        syncs.upload("second", zipped({"guides/zebra.mdx": ZEBRA}), admin, base_url=ASTRO_BASE_URL)
+    assert refused.value.status == 409 and "1 corpus" in str(refused.value) and "tenant_max_corpora" in str(refused.value)
+    assert syncs.store.get_source("second") is None
+    syncs.upload("team", zipped({"guides/zebra.mdx": ZEBRA}), admin)  # replacing its own corpus's docs is no new corpus
+
+
+def test_a_tenant_over_its_upload_bytes_quota_is_refused_with_the_setting_to_change(syncs, admin, monkeypatch):
+    from citedocs.sync.service import QuotaExceeded
+
+    monkeypatch.setenv("CITEDOCS_TENANT_MAX_UPLOAD_BYTES", "5000")
+    syncs.upload("first", zipped({"guides/zebra.mdx": ZEBRA + "x" * 3000}), admin, base_url=ASTRO_BASE_URL)
+    run_queued(syncs)
+    with pytest.raises(QuotaExceeded) as refused:
+        syncs.upload("second", zipped({"guides/okapi.mdx": OKAPI + "y" * 3000}), admin, base_url=ASTRO_BASE_URL)
+    assert refused.value.status == 413 and "tenant_max_upload_bytes" in str(refused.value) and "5,000" in str(refused.value)
+    syncs.upload("first", zipped({"guides/zebra.mdx": ZEBRA + "z" * 3000}), admin)  # the folder it replaces does not count
+
+
+def test_a_sync_that_would_take_a_tenant_over_its_chunk_quota_fails_before_embedding(syncs, admin, small_docs, monkeypatch):
+    syncs.services.ingest(small_docs, "team", ASTRO_BASE_URL)
+    used = syncs.services.corpus("team").chunk_count
+    monkeypatch.setenv("CITEDOCS_TENANT_MAX_CHUNKS", str(used + 1))
+    syncs.upload("more", zipped({"guides/zebra.mdx": ZEBRA, "guides/okapi.mdx": OKAPI}), admin, base_url=ASTRO_BASE_URL)
+    ended = run_queued(syncs)
+    assert ended.status == "failed" and "tenant_max_chunks" in ended.error and f"{used + 1:,}" in ended.error
+    assert ended.progress.get("phase") != "embed" and syncs.store.get_corpus("more") is None
+
+
+def test_the_upload_route_answers_a_quota_with_its_status_and_the_setting(syncs, admin, monkeypatch):
+    from fastapi.testclient import TestClient
+
+    from citedocs.api.app import create_app
+
+    secret = syncs.services.create_key("default", "ops2", admin=True)[1]
+    monkeypatch.setenv("CITEDOCS_TENANT_MAX_UPLOAD_BYTES", "100")
+    monkeypatch.setenv("CITEDOCS_RATE_LIMIT_PER_MINUTE", "0")
+    client = TestClient(create_app(syncs.services))
+    answer = client.post("/admin/corpora/new/archive", params={"base_url": ASTRO_BASE_URL}, content=zipped({"a.md": ZEBRA}), headers={"Authorization": f"Bearer {secret}"})
+    assert answer.status_code == 413 and answer.json()["error"] == "quota_exceeded" and "tenant_max_upload_bytes" in answer.json()["detail"]

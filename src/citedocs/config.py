@@ -236,6 +236,21 @@ SETTINGS: dict[str, Setting] = {
     "max_archive_inspect_s": Setting(
         "CITEDOCS_MAX_ARCHIVE_INSPECT_S", 20.0, _positive_float, "longest the check of an uploaded archive may take; a slower one is rejected (422)"
     ),
+    "tenant_max_corpora": Setting(
+        "CITEDOCS_TENANT_MAX_CORPORA", 100, _positive_int, "corpora one tenant may have; an upload that would create one more is 409; 0 = no limit"
+    ),
+    "tenant_max_upload_bytes": Setting(
+        "CITEDOCS_TENANT_MAX_UPLOAD_BYTES",
+        2_000_000_000,
+        _positive_int,
+        "bytes one tenant's uploaded docs may take on disk, unpacked, over all its corpora; beyond: 413; 0 = no limit",
+    ),
+    "tenant_max_chunks": Setting(
+        "CITEDOCS_TENANT_MAX_CHUNKS",
+        500_000,
+        _positive_int,
+        "chunks one tenant's corpora may hold in all; a sync or upload that would go over fails before embedding; 0 = no limit",
+    ),
     "webhook_replay_window_s": Setting(
         "CITEDOCS_WEBHOOK_REPLAY_WINDOW_S",
         300.0,

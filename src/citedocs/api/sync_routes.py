@@ -25,7 +25,7 @@ from ..index.store import ApiKey, CorpusOwnedByOtherTenant
 from ..service import InvalidName, Services, UnknownCorpus
 from ..sync import webhook
 from ..sync.archive import ArchiveRejected
-from ..sync.service import JobBusy, Syncs, UnknownJob
+from ..sync.service import JobBusy, QuotaExceeded, Syncs, UnknownJob
 from .openapi import BODY_ERRORS, ERRORS, GUARDED, _errors
 
 ARCHIVE_ROUTE = r"^/admin/corpora/[^/]+/archive$"  # the one route whose body may exceed max_body_bytes
@@ -69,7 +69,7 @@ def create_router(services: Callable[[], Services], admin_caller: Callable[[Requ
             return _error(404, "unknown_corpus", str(exc))
         return JSONResponse(job_body(job, created), status_code=202 if created else 200)
 
-    @router.post("/admin/corpora/{name}/archive", status_code=202, responses={**BODY_ERRORS, **GUARDED, **ERRORS, **_errors(409)})
+    @router.post("/admin/corpora/{name}/archive", status_code=202, responses={**BODY_ERRORS, **GUARDED, **ERRORS, **_errors(409, 413)})
     async def admin_archive(
         name: str,
         request: Request,
@@ -90,6 +90,8 @@ def create_router(services: Callable[[], Services], admin_caller: Callable[[Requ
             return _error(409, "name_unavailable", str(exc))
         except JobBusy as exc:
             return _error(409, "sync_in_progress", str(exc), job=exc.job.as_dict())
+        except QuotaExceeded as exc:
+            return _error(exc.status, "quota_exceeded", str(exc))
         return job_body(job)
 
     @router.get("/admin/jobs", responses={**GUARDED, **ERRORS})

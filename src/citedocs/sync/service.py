@@ -21,7 +21,7 @@ from ..auth import RateLimited
 from ..index.store import ApiKey, CorpusOwnedByOtherTenant, CorpusSource, SyncJob
 from ..ingest.crawl import CrawlSettings, crawl_scope
 from ..ingest.admission import remembered_policy
-from ..ingest.pipeline import IngestReport, ProgressFn
+from ..ingest.pipeline import ChunkQuota, IngestReport, ProgressFn
 from ..service import InvalidName, Services, UnknownCorpus, check_name
 from . import archive, gate, sources, webhook
 from .sources import SourceError
@@ -256,12 +256,13 @@ class Syncs:
         limit = config.setting("max_upload_bytes")
         if len(data) > limit:
             raise archive.ArchiveRejected(f"the archive is {len(data):,} bytes, over the {limit:,}-byte limit (max_upload_bytes)", [])
-        archive.inspect(data, archive.Limits.from_settings())
+        inspected = archive.inspect(data, archive.Limits.from_settings())
         info = self.store.get_corpus(corpus)
         stored = self.store.get_source(corpus)
         owner = stored.tenant if stored else info.tenant if info else tenant
         if owner != tenant:
             raise name_unavailable(corpus)
+        self._check_upload_quotas(corpus, tenant, inspected, new_corpus=stored is None and info is None)
         active = next((job for job in self.store.list_jobs(None, corpus, 1) if job.active), None)
         if active is not None:
             raise JobBusy(active)
@@ -279,6 +280,34 @@ class Syncs:
                 self.store.save_source(previous)
             raise JobBusy(job)
         return job
+
+    def _check_upload_quotas(self, corpus: str, tenant: str, inspected: archive.ArchiveReport, new_corpus: bool) -> None:
+        """Raise QuotaExceeded if this upload takes ``tenant`` over its corpora or upload-bytes quota."""
+        max_corpora = config.setting("tenant_max_corpora")
+        if new_corpus and max_corpora:
+            owned = {c.name for c in self.store.list_corpora(tenant)} | {s.corpus for s in self.store.list_sources(tenant)}
+            if len(owned) >= max_corpora:
+                raise QuotaExceeded(
+                    409, f"tenant {tenant!r} has {len(owned):,} corpora, its quota of {max_corpora:,} corpus(es) (tenant_max_corpora): "
+                    "upload to one of them, or ask the operator to raise the quota; nothing was changed",
+                )  # fmt: skip
+        max_bytes = config.setting("tenant_max_upload_bytes")
+        if max_bytes:
+            others = [s.corpus for s in self.store.list_sources(tenant) if s.kind == "archive" and s.corpus != corpus]
+            used = sum(folder_bytes(upload_folder(name)) for name in others)  # this corpus's own folder is replaced
+            if used + inspected.unpacked_bytes > max_bytes:
+                raise QuotaExceeded(
+                    413, f"this archive unpacks to {inspected.unpacked_bytes:,} bytes; with the {used:,} of tenant {tenant!r}'s other "
+                    f"uploads that is over its quota of {max_bytes:,} bytes (tenant_max_upload_bytes); nothing was changed",
+                )  # fmt: skip
+
+    def chunk_quota(self, corpus: str, tenant: str) -> ChunkQuota | None:
+        """The room ``corpus``'s next version has under its tenant's chunk quota (None: no quota)."""
+        limit = config.setting("tenant_max_chunks")
+        if not limit:
+            return None
+        others = sum(c.chunk_count for c in self.store.list_corpora(tenant) if c.name != corpus)
+        return ChunkQuota(tenant, limit, others)
 
     def job(self, job_id: str, tenant: str | None = None) -> SyncJob:
         job = self.store.get_job(job_id)
@@ -353,7 +382,8 @@ class Syncs:
         status, gate_report, went_live = "succeeded", None, False
         try:
             result = self.services.ingest(
-                folder, target, base_url, progress, tenant, admission=remembered_policy(job.corpus), format=docs_format
+                folder, target, base_url, progress, tenant, admission=remembered_policy(job.corpus), format=docs_format,
+                chunk_quota=self.chunk_quota(job.corpus, source.tenant),
             )
             if target != job.corpus:
                 held, gate_report = self._release_gate(job.corpus, target, options, before is not None, progress)
@@ -461,11 +491,32 @@ def audit_outcome(exc: Exception) -> str:
         (UnknownCorpus, "unknown_corpus"),
         (RateLimited, "rate_limited"),
         (JobBusy, "busy"),
+        (QuotaExceeded, "quota_exceeded"),
         ((archive.ArchiveRejected, InvalidName, CorpusOwnedByOtherTenant, SourceError), "rejected"),
     ):
         if isinstance(exc, kinds):
             return outcome
     return "error"
+
+
+class QuotaExceeded(ValueError):
+    """A tenant's quota (a setting) would be exceeded; ``status`` is the HTTP answer. Nothing was changed."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes the files under ``folder`` take (0 if there is no such folder)."""
+    return sum(entry.stat(follow_symlinks=False).st_size for entry in _walk_files(folder))
+
+
+def _walk_files(folder: Path):
+    if folder.is_dir():
+        for path in folder.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                yield path
 
 
 class JobBusy(RuntimeError):
