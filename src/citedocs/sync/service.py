@@ -36,8 +36,13 @@ class SourceConflict(SourceError):
     """An ingest would read a corpus from somewhere else than its remembered source; nothing was changed."""
 
     def __init__(self, current: CorpusSource, kind: str, location: str) -> None:
-        shown = sources.describe(current)
-        extra = ", ".join(f"{k} {shown[k]}" for k in ("branch", "pull", "every", "eval") if shown.get(k))
+        options = current.options
+        extra = ", ".join(
+            said for said, on in (
+                (f"branch {options.get('branch')}", options.get("branch")), ("pulled at each sync", options.get("pull")),
+                (f"every {options.get('every')}", options.get("every")), ("a release gate", options.get("eval")),
+            ) if on
+        )  # fmt: skip
         super().__init__(
             f"corpus {current.corpus!r} is read from {current.kind} {current.location}{f' ({extra})' if extra else ''}; "
             f"reading {location} into it would replace that source and remove the pages only the source has. "
