@@ -179,7 +179,7 @@ def _clash(path: PurePosixPath, kind: str, files: set[PurePosixPath], folders: s
     return None
 
 
-Entry = tuple[str, str, int, "int | None", "str | None"]  # name, kind, size, packed size (zip), why it is unreadable
+Entry = tuple[str, str, int, int | None, str | None]  # name, kind, size, packed size (zip), why it is unreadable
 
 
 def _zip_entries(data: bytes) -> Iterator[Entry]:

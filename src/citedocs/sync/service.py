@@ -35,7 +35,7 @@ KEPT_ON_REPLACE = ("every", "eval", "floors")  # a source replaced by `ingest --
 class SourceConflict(SourceError):
     """An ingest would read a corpus from somewhere else than its remembered source; nothing was changed."""
 
-    def __init__(self, current: CorpusSource, kind: str, location: str) -> None:
+    def __init__(self, current: CorpusSource, location: str) -> None:
         options = current.options
         extra = ", ".join(
             said for said, on in (
@@ -160,7 +160,7 @@ class Syncs:
             return
         current = self.source(corpus)
         if not _same_place(current, kind, location):
-            raise SourceConflict(current, kind, _place(kind, location))
+            raise SourceConflict(current, _place(kind, location))
 
     def remember_ingested(self, corpus: str, kind: str, location: str, tenant: str, options: dict, replace_source: bool = False) -> None:
         """After `citedocs ingest`: remember the folder or site it read. A corpus that already
@@ -174,7 +174,7 @@ class Syncs:
                 self.store.save_source(replace(previous, location=location, options={**previous.options, **given}, updated_at=stamp()))
             return
         if previous is not None and not replace_source:
-            raise SourceConflict(previous, kind, location)
+            raise SourceConflict(previous, location)
         kept = {k: v for k, v in (previous.options if previous else {}).items() if k in KEPT_ON_REPLACE}
         self.set_source(corpus, kind, location, {**kept, **options}, tenant)
 
@@ -513,15 +513,8 @@ class QuotaExceeded(ValueError):
 
 
 def folder_bytes(folder: Path) -> int:
-    """Bytes the files under ``folder`` take (0 if there is no such folder)."""
-    return sum(entry.stat(follow_symlinks=False).st_size for entry in _walk_files(folder))
-
-
-def _walk_files(folder: Path):
-    if folder.is_dir():
-        for path in folder.rglob("*"):
-            if path.is_file() and not path.is_symlink():
-                yield path
+    """Bytes the files under ``folder`` take (0 if there is no such folder); an upload unpacks no links."""
+    return sum(path.lstat().st_size for path in folder.rglob("*") if path.is_file() and not path.is_symlink())
 
 
 class JobBusy(RuntimeError):
