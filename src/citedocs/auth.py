@@ -33,7 +33,7 @@ KEY_PREFIXES = {FULL_SCOPE: "cd_", PUBLISHABLE_SCOPE: "cdp_", ADMIN_SCOPE: "cda_
 PUBLISHABLE_ROUTES = frozenset(
     {("POST", "/ask"), ("POST", "/ask/stream"), ("POST", "/traces/{trace_id}/feedback"), ("GET", "/corpora")}
 )
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+NAME_PATTERN = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")  # \Z: "$" would let a trailing newline through
 
 
 class AuthError(Exception):

@@ -40,6 +40,14 @@ EvalCorpusOpt = Annotated[
 ]
 RETENTION_EVERY_S = 6 * 3600  # `serve` prunes expired traces at start and then this often
 TenantOpt = Annotated[str, typer.Option("--tenant", "-t", help="Tenant that owns the corpus / key.")]
+ReplaceSourceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--replace-source",
+        help="Make this folder or site the corpus's source although it is read from elsewhere (a git tree, an upload, another folder); "
+        "without it such a run is refused and nothing changes.",
+    ),
+]
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -113,15 +121,24 @@ def _run_ingest(
     max_file_size: int | None = None,
     crawl_settings: CrawlSettings | None = None,
     page_urls: str | None = None,
+    replace_source: bool = False,
 ):
     """Ingest a folder, or with ``crawl_settings`` crawl the site at ``source`` and ingest its mirror;
-    print what happened and return the ingest report."""
+    print what happened and return the ingest report. A corpus read from elsewhere is refused first
+    unless ``replace_source``."""
     from .index.store import CorpusOwnedByOtherTenant, StoreFull
     from .ingest.crawl import CrawlError
     from .ingest.pipeline import IngestError
     from .service import InvalidName
+    from .sync.service import Syncs
+    from .sync.sources import SourceError
 
     services = _services()
+    kind = "crawl" if crawl_settings is not None else "folder"
+    try:
+        Syncs(services).check_source_kept(corpus, kind, str(source), replace_source)
+    except (SourceError, InvalidName) as exc:
+        fail(str(exc))
     with ingest_progress() as report:
         try:
             if crawl_settings is not None:
@@ -137,7 +154,7 @@ def _run_ingest(
             fail(str(exc))
     if crawl_settings is not None:
         _print_crawl(crawled)
-    _remember_source(services, source, corpus, tenant, base_url, docs_format, crawl_settings)
+    _remember_source(services, source, corpus, tenant, base_url, docs_format, crawl_settings, replace_source)
     err.print(f"read {result.plan}", highlight=False)
     for skipped in result.skipped:
         kept = " (previous version kept)" if skipped.kept_previous else ""
@@ -171,15 +188,16 @@ def _run_ingest(
     return result
 
 
-def _remember_source(services, source, corpus, tenant, base_url, docs_format, crawl_settings) -> None:
+def _remember_source(services, source, corpus, tenant, base_url, docs_format, crawl_settings, replace: bool) -> None:
     """What `citedocs sync` re-reads: the folder or site this ingest read (see citedocs/sync)."""
     from .sync.service import Syncs
 
     if crawl_settings is not None:
         limits = {k: getattr(crawl_settings, k) for k in ("max_pages", "concurrency", "rate", "timeout_s")}
-        Syncs(services).remember_ingested(corpus, "crawl", str(source), tenant, limits)
+        Syncs(services).remember_ingested(corpus, "crawl", str(source), tenant, limits, replace)
     else:
-        Syncs(services).remember_ingested(corpus, "folder", str(source), tenant, {"base_url": base_url, "format": docs_format})
+        options = {"base_url": base_url, "format": docs_format}
+        Syncs(services).remember_ingested(corpus, "folder", str(source), tenant, options, replace)
 
 
 @app.command()
@@ -216,14 +234,16 @@ def ingest(
             "Sphinx's html builder). Default: from .readthedocs.yaml or mkdocs.yml, else remembered, else dir."
         ),
     ] = None,
+    replace_source: ReplaceSourceOpt = False,
 ) -> None:
     """Index a docs folder, or crawl a docs site (incremental: only changed chunks are re-embedded)."""
     if is_url(source):
         settings = CrawlSettings(max_pages=max_pages, concurrency=concurrency, rate=rate, timeout_s=timeout)
-        _run_ingest(source, corpus, None, tenant, admission, admission_report, crawl_settings=settings)
+        _run_ingest(source, corpus, None, tenant, admission, admission_report, crawl_settings=settings, replace_source=replace_source)
     else:
         _run_ingest(
-            Path(source), corpus, base_url, tenant, admission, admission_report, docs_format, max_file_size, page_urls=page_urls
+            Path(source), corpus, base_url, tenant, admission, admission_report, docs_format, max_file_size, page_urls=page_urls,
+            replace_source=replace_source,
         )
 
 
@@ -543,6 +563,7 @@ def up(
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8000,
     backend: BackendOpt = None,
     open_browser: Annotated[bool, typer.Option("--open", help="Also open the chat in the web browser.")] = False,
+    replace_source: ReplaceSourceOpt = False,
 ) -> None:
     """From docs to a chat in one command: detect the format, ingest (a second run re-embeds only what
     changed), start the server as `serve` does, and print the chat URL."""
@@ -556,9 +577,9 @@ def up(
     name = corpus or corpus_name_for(source)
     _check_port(host, port)  # before the ingest, which may take minutes
     if is_url(source):
-        result = _run_ingest(source, name, None, crawl_settings=CrawlSettings())
+        result = _run_ingest(source, name, None, crawl_settings=CrawlSettings(), replace_source=replace_source)
     else:
-        result = _run_ingest(Path(source), name, base_url, docs_format=docs_format)
+        result = _run_ingest(Path(source), name, base_url, docs_format=docs_format, replace_source=replace_source)
     if not (result.added or result.changed):
         console.print(f"nothing to re-embed: corpus {name} was indexed already")
     os.environ[config.SETTINGS["corpus"].env] = name  # the chat (and every request without a corpus) asks these docs

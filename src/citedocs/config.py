@@ -228,7 +228,28 @@ SETTINGS: dict[str, Setting] = {
         "CITEDOCS_MAX_UNPACKED_BYTES", 500_000_000, _at_least_one, "most bytes an uploaded archive may unpack to (zip bombs)"
     ),
     "max_compression_ratio": Setting(
-        "CITEDOCS_MAX_COMPRESSION_RATIO", 200.0, _positive_float, "largest unpacked/packed size ratio of one archive entry (zip bombs)"
+        "CITEDOCS_MAX_COMPRESSION_RATIO",
+        200.0,
+        _positive_float,
+        "largest unpacked/packed size ratio of an uploaded archive, in total and of each entry (zip bombs; under 1 MB unpacked is never a bomb)",
+    ),
+    "max_archive_inspect_s": Setting(
+        "CITEDOCS_MAX_ARCHIVE_INSPECT_S", 20.0, _positive_float, "longest the check of an uploaded archive may take; a slower one is rejected (422)"
+    ),
+    "tenant_max_corpora": Setting(
+        "CITEDOCS_TENANT_MAX_CORPORA", 100, _positive_int, "corpora one tenant may have; an upload that would create one more is 409; 0 = no limit"
+    ),
+    "tenant_max_upload_bytes": Setting(
+        "CITEDOCS_TENANT_MAX_UPLOAD_BYTES",
+        2_000_000_000,
+        _positive_int,
+        "bytes one tenant's uploaded docs may take on disk, unpacked, over all its corpora; beyond: 413; 0 = no limit",
+    ),
+    "tenant_max_chunks": Setting(
+        "CITEDOCS_TENANT_MAX_CHUNKS",
+        500_000,
+        _positive_int,
+        "chunks one tenant's corpora may hold in all; a sync or upload that would go over fails before embedding; 0 = no limit",
     ),
     "webhook_replay_window_s": Setting(
         "CITEDOCS_WEBHOOK_REPLAY_WINDOW_S",

@@ -23,6 +23,11 @@ VALIDATOR_DROPS = Counter("citedocs_validator_drops_total", "Sentences the citat
 EMBEDDING_CACHE = Counter(
     "citedocs_embedding_cache_total", "Docs sentences embedded (miss) or reused (hit), by cache.", ["cache", "result"]
 )
+WEBHOOKS_REJECTED = Counter(
+    "citedocs_webhooks_rejected_total",
+    "Webhook requests refused before a signature held, by reason (anyone can send them: counted, never in the audit log).",
+    ["reason"],
+)
 THREADS = Gauge("citedocs_threads", "Threads each numeric library uses in this process (see threads.py).", ["library"])
 
 

@@ -23,7 +23,7 @@ from .models.embedding_cache import EmbeddingCache
 from .ingest.admission import approve, default_report_path, remember_policy, resolve_policy
 from .ingest.crawl import CrawlError, CrawlReport, CrawlSettings, crawl, crawl_scope, is_url
 from .ingest.detect import plan_ingest
-from .ingest.pipeline import IngestError, IngestReport, ProgressFn, find_documents, ingest_corpus
+from .ingest.pipeline import ChunkQuota, IngestError, IngestReport, ProgressFn, find_documents, ingest_corpus
 from .retrieve.hybrid import CorpusModels, HybridRetriever, RetrievalConfig, RetrievalResult
 from .retrieve.rerank import default_reranker
 from .ask import AskPipeline
@@ -227,12 +227,14 @@ class Services:
         format: str | None = None,
         max_file_bytes: int | None = None,
         page_urls: str | None = None,
+        chunk_quota: ChunkQuota | None = None,
     ) -> IngestReport:
         """Ingest under the given (else remembered, else default) admission policy; write the admission report.
 
         The docs format and base URL come from the flags, else from the corpus's previous ingest, else
         from detecting the folder's site generator (``ingest.detect``); the report says which. Files over
-        ``max_file_bytes`` (default: the max_file_bytes setting) are reported, not read."""
+        ``max_file_bytes`` (default: the max_file_bytes setting) are reported, not read; a version over
+        ``chunk_quota`` is refused before anything is embedded."""
         check_name("tenant", tenant)
         existing = self.store.get_corpus(corpus)
         if existing is not None and existing.tenant != tenant:  # checked again inside the write transaction
@@ -264,6 +266,7 @@ class Services:
                     tenant,
                     plan.reader(),
                     max_file_bytes=max_file_bytes,
+                    chunk_quota=chunk_quota,
                 )
         except IngestError as exc:  # what was detected often says why (a conf.py that is not valid Python)
             raise IngestError(f"{exc} (read as {plan.describe()})") from exc

@@ -16,15 +16,16 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 
-from .. import config
+from .. import config, metrics
 from ..auth import RateLimited, RateLimiter, SharedRateLimiter, rate_limiter
 from ..contract import ErrorBody
 from ..index.store import ApiKey, CorpusOwnedByOtherTenant
 from ..service import InvalidName, Services, UnknownCorpus
 from ..sync import webhook
 from ..sync.archive import ArchiveRejected
-from ..sync.service import JobBusy, Syncs, UnknownJob
+from ..sync.service import JobBusy, QuotaExceeded, Syncs, UnknownJob
 from .openapi import BODY_ERRORS, ERRORS, GUARDED, _errors
 
 ARCHIVE_ROUTE = r"^/admin/corpora/[^/]+/archive$"  # the one route whose body may exceed max_body_bytes
@@ -78,7 +79,7 @@ def create_router(services: Callable[[], Services], admin_caller: Callable[[Requ
             return _error(404, "unknown_corpus", str(exc))
         return JSONResponse(job_body(job, created), status_code=202 if created else 200)
 
-    @router.post("/admin/corpora/{name}/archive", status_code=202, responses={**BODY_ERRORS, **GUARDED, **ERRORS, **_errors(409)})
+    @router.post("/admin/corpora/{name}/archive", status_code=202, responses={**BODY_ERRORS, **GUARDED, **ERRORS, **_errors(409, 413)})
     async def admin_archive(
         name: str,
         request: Request,
@@ -89,14 +90,18 @@ def create_router(services: Callable[[], Services], admin_caller: Callable[[Requ
         """Upload a .zip or .tar.gz of docs as the corpus's new source (raw body); checked whole,
         then synced by a worker. The live version keeps serving until the new one is complete."""
         data = await request.body()
-        try:
-            job = syncs().upload(name, data, key, base_url, docs_format)
+        try:  # the archive's check inflates data: in a worker thread, never on the event loop
+            job = await run_in_threadpool(syncs().upload, name, data, key, base_url, docs_format)
         except ArchiveRejected as exc:
             return _error(422, "archive_rejected", exc.summary, problems=exc.problems)
-        except (InvalidName, CorpusOwnedByOtherTenant) as exc:
-            return _error(409 if isinstance(exc, CorpusOwnedByOtherTenant) else 422, "invalid_corpus", str(exc))
+        except InvalidName as exc:
+            return _error(422, "invalid_corpus", str(exc))
+        except CorpusOwnedByOtherTenant as exc:  # another tenant's: said without whose (docs: keep-in-sync.md)
+            return _error(409, "name_unavailable", str(exc))
         except JobBusy as exc:
             return _error(409, "sync_in_progress", str(exc), job=exc.job.as_dict())
+        except QuotaExceeded as exc:
+            return _error(exc.status, "quota_exceeded", str(exc))
         return job_body(job)
 
     @router.get("/admin/jobs", responses={**GUARDED, **ERRORS})
@@ -123,6 +128,7 @@ def create_router(services: Callable[[], Services], admin_caller: Callable[[Requ
         try:
             hook_limiter().take(client)  # every request, signed or not
         except RateLimited as exc:
+            metrics.WEBHOOKS_REJECTED.labels("rate_limited").inc()
             return _limited(exc)
         body = await request.body()
         headers = {k.lower(): v for k, v in request.headers.items()}

@@ -153,6 +153,26 @@ def _no_chunks(text: str) -> DocumentError:
     )
 
 
+@dataclass(frozen=True)
+class ChunkQuota:
+    """How many chunks the corpus's new version may hold: its tenant's quota less its other corpora's chunks."""
+
+    tenant: str
+    limit: int  # the tenant_max_chunks setting
+    others: int  # chunks of the tenant's other corpora
+
+    @property
+    def room(self) -> int:
+        return self.limit - self.others
+
+    def refusal(self, chunks: int) -> str:
+        return (
+            f"the new version has {chunks:,} chunks; with the {self.others:,} of tenant {self.tenant!r}'s other corpora that "
+            f"is over its quota of {self.limit:,} chunks (tenant_max_chunks). Nothing was changed: remove docs, or ask "
+            "the operator to raise the quota"
+        )
+
+
 def ingest_corpus(
     store: Store,
     encoder: BiEncoder,
@@ -164,10 +184,12 @@ def ingest_corpus(
     tenant: str = DEFAULT_TENANT,
     reader: Reader = MDX,
     max_file_bytes: int | None = None,
+    chunk_quota: ChunkQuota | None = None,
 ) -> IngestReport:
     """Parse changed files, embed changed chunks, then write everything in one transaction.
 
-    Files larger than ``max_file_bytes`` (default: the max_file_bytes setting) are not read."""
+    Files larger than ``max_file_bytes`` (default: the max_file_bytes setting) are not read. A
+    version with more chunks than ``chunk_quota`` allows is refused before anything is embedded."""
     limit = max_file_bytes or config.setting("max_file_bytes")
     started = datetime.now(timezone.utc)
     if not corpus or not corpus.replace("-", "").replace("_", "").isalnum():
@@ -259,6 +281,8 @@ def ingest_corpus(
     removed = [cid for cid in old_hashes if cid not in new_ids]
     report.removed = len(removed)
 
+    if chunk_quota is not None and len(new_ids) > chunk_quota.room:
+        raise IngestError(chunk_quota.refusal(len(new_ids)))
     vectors = _embed(encoder, to_embed, token_format, progress, dense)
     hashes = {cid: old_hashes[cid] for cid in kept_ids} | {c.id: c.hash for c in fresh_chunks.values()}
     report.version = corpus_version(hashes)

@@ -16,17 +16,71 @@ from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from .. import config, telemetry
+from .. import config, metrics, telemetry
 from ..auth import RateLimited
 from ..index.store import ApiKey, CorpusOwnedByOtherTenant, CorpusSource, SyncJob
 from ..ingest.crawl import CrawlSettings, crawl_scope
 from ..ingest.admission import remembered_policy
-from ..ingest.pipeline import IngestReport, ProgressFn
+from ..ingest.pipeline import ChunkQuota, IngestReport, ProgressFn
 from ..service import InvalidName, Services, UnknownCorpus, check_name
 from . import archive, gate, sources, webhook
 from .sources import SourceError
 
 TRIGGERS = ("cli", "admin", "webhook", "schedule", "upload")
+
+
+KEPT_ON_REPLACE = ("every", "eval", "floors")  # a source replaced by `ingest --replace-source` keeps its schedule and gate
+
+
+class SourceConflict(SourceError):
+    """An ingest would read a corpus from somewhere else than its remembered source; nothing was changed."""
+
+    def __init__(self, current: CorpusSource, location: str) -> None:
+        options = current.options
+        extra = ", ".join(
+            said for said, on in (
+                (f"branch {options.get('branch')}", options.get("branch")), ("pulled at each sync", options.get("pull")),
+                (f"every {options.get('every')}", options.get("every")), ("a release gate", options.get("eval")),
+            ) if on
+        )  # fmt: skip
+        super().__init__(
+            f"corpus {current.corpus!r} is read from {current.kind} {current.location}{f' ({extra})' if extra else ''}; "
+            f"reading {location} into it would replace that source and remove the pages only the source has. "
+            f"Nothing was changed. Read {current.location} again, pick another corpus name (--corpus), or pass "
+            "--replace-source to make this its source (its schedule and release gate stay)"
+        )
+
+
+def check_corpus_name(corpus: str) -> str:
+    """A corpus name a tenant or the operator may use: a valid name, not one the release gate reserves."""
+    check_name("corpus", corpus)
+    if corpus.endswith(gate.CANDIDATE_SUFFIX):
+        raise InvalidName(
+            f"invalid corpus {corpus!r}: names ending in {gate.CANDIDATE_SUFFIX!r} are reserved for the release gate's "
+            "candidate versions; pick another corpus name"
+        )
+    return corpus
+
+
+def name_unavailable(corpus: str) -> CorpusOwnedByOtherTenant:
+    """A name in use by another tenant: said without whose it is or what it holds (names are unique across tenants)."""
+    return CorpusOwnedByOtherTenant(f"corpus name {corpus!r} is not available; pick another corpus name")
+
+
+def _place(kind: str, location: str) -> str:
+    """A location as a source remembers it: a resolved folder, or the URL as given."""
+    return location if kind == "crawl" else str(Path(location).expanduser().resolve())
+
+
+def _same_place(source: CorpusSource, kind: str, location: str) -> bool:
+    """Whether ``location`` is where ``source`` reads from: the same site, or the same folder, one
+    inside the other (a project and its docs/ folder hold the same docs)."""
+    if (source.kind == "crawl") != (kind == "crawl"):
+        return False
+    if kind == "crawl":
+        return source.location.rstrip("/") == location.rstrip("/")
+    remembered, given = Path(_place(source.kind, source.location)), Path(_place(kind, location))
+    return remembered == given or remembered.is_relative_to(given) or given.is_relative_to(remembered)
 
 
 class UnknownJob(LookupError):
@@ -47,7 +101,13 @@ def new_job_id() -> str:
 
 
 def uploads_dir(corpus: str) -> Path:
-    return config.home() / "uploads" / corpus
+    """citedocs' own folder for ``corpus``'s uploads (under CITEDOCS_HOME): the only place an upload writes."""
+    return (config.home() / "uploads" / corpus).resolve()
+
+
+def upload_folder(corpus: str) -> Path:
+    """Where the docs of ``corpus``'s live upload are kept, for a later sync to read again."""
+    return uploads_dir(corpus) / "current"
 
 
 class Syncs:
@@ -60,7 +120,7 @@ class Syncs:
         self, corpus: str, kind: str, location: str, options: dict | None = None, tenant: str = config.DEFAULT_TENANT
     ) -> CorpusSource:
         """Remember where ``corpus`` is read from (replacing what was remembered; the webhook secret stays)."""
-        check_name("corpus", corpus)
+        check_corpus_name(corpus)
         check_name("tenant", tenant)
         sources.check_kind(kind)
         options = {k: v for k, v in (options or {}).items() if v is not None}
@@ -91,15 +151,32 @@ class Syncs:
         self.store.save_source(source)
         return source
 
-    def remember_ingested(self, corpus: str, kind: str, location: str, tenant: str, options: dict) -> None:
-        """After `citedocs ingest`: remember the folder or site it read, unless the corpus already
-        remembers that very location (a git source, a schedule or a gate stay as they are)."""
-        if kind != "crawl":
-            location = str(Path(location).expanduser().resolve())
-        previous = self.store.get_source(corpus)
-        if previous is not None and previous.location == location:
+    def check_source_kept(self, corpus: str, kind: str, location: str, replace_source: bool = False) -> None:
+        """Before `citedocs ingest` or `up` reads ``location`` into ``corpus``: refuse (SourceConflict)
+        when the corpus is read from somewhere else, unless ``replace_source`` (the operator's
+        --replace-source); an ingest of another folder would drop the pages the source has and it lacks."""
+        check_corpus_name(corpus)
+        if replace_source or (self.store.get_source(corpus) is None and self.store.get_corpus(corpus) is None):
             return
-        self.set_source(corpus, kind, location, options, tenant)
+        current = self.source(corpus)
+        if not _same_place(current, kind, location):
+            raise SourceConflict(current, _place(kind, location))
+
+    def remember_ingested(self, corpus: str, kind: str, location: str, tenant: str, options: dict, replace_source: bool = False) -> None:
+        """After `citedocs ingest`: remember the folder or site it read. A corpus that already
+        remembers that very location keeps its source as it is (a git source, a schedule, a gate);
+        another location is refused unless ``replace_source``, which keeps the schedule and release gate."""
+        location = _place(kind, location)
+        previous = self.store.get_source(corpus)
+        if previous is not None and _same_place(previous, kind, location):
+            if previous.location != location:  # the project for its docs folder, or back: the source stays, re-pointed
+                given = {k: v for k, v in options.items() if v is not None}
+                self.store.save_source(replace(previous, location=location, options={**previous.options, **given}, updated_at=stamp()))
+            return
+        if previous is not None and not replace_source:
+            raise SourceConflict(previous, location)
+        kept = {k: v for k, v in (previous.options if previous else {}).items() if k in KEPT_ON_REPLACE}
+        self.set_source(corpus, kind, location, {**kept, **options}, tenant)
 
     def source(self, corpus: str, tenant: str | None = None) -> CorpusSource:
         """The corpus's remembered source; a corpus indexed before sources were remembered is read
@@ -180,24 +257,62 @@ class Syncs:
         return job
 
     def _upload(self, corpus: str, data: bytes, tenant: str, base_url: str | None, docs_format: str | None) -> SyncJob:
-        check_name("corpus", corpus)
+        check_corpus_name(corpus)
         limit = config.setting("max_upload_bytes")
         if len(data) > limit:
             raise archive.ArchiveRejected(f"the archive is {len(data):,} bytes, over the {limit:,}-byte limit (max_upload_bytes)", [])
-        archive.inspect(data, archive.Limits.from_settings())
+        inspected = archive.inspect(data, archive.Limits.from_settings())
         info = self.store.get_corpus(corpus)
         stored = self.store.get_source(corpus)
         owner = stored.tenant if stored else info.tenant if info else tenant
         if owner != tenant:
-            raise CorpusOwnedByOtherTenant(f"corpus {corpus!r} belongs to another tenant; pick another corpus name")
-        options = dict(stored.options) if stored and stored.kind == "archive" else {}
-        options.update({k: v for k, v in {"base_url": base_url, "format": docs_format}.items() if v})
-        if stored is None or stored.kind != "archive" or options != stored.options:
-            self.set_source(corpus, "archive", str(uploads_dir(corpus) / "current"), options, tenant)
+            raise name_unavailable(corpus)
+        self._check_upload_quotas(corpus, tenant, inspected, new_corpus=stored is None and info is None)
+        active = next((job for job in self.store.list_jobs(None, corpus, 1) if job.active), None)
+        if active is not None:
+            raise JobBusy(active)
+        # the upload becomes where the docs come from; every other setting of the source stays
+        previous = self.source(corpus) if stored or info else None
+        given = {k: v for k, v in {"base_url": base_url, "format": docs_format}.items() if v}
+        if previous is None:
+            self.set_source(corpus, "archive", str(upload_folder(corpus)), given, tenant)
+        else:
+            options = {**previous.options, **given}
+            self.store.save_source(replace(previous, kind="archive", location=str(upload_folder(corpus)), options=options, updated_at=stamp()))
         job, created = self._start(corpus, "upload", tenant, data)
-        if not created:
+        if not created:  # another sync was queued meanwhile: the upload is refused, the source as it was
+            if previous is not None:
+                self.store.save_source(previous)
             raise JobBusy(job)
         return job
+
+    def _check_upload_quotas(self, corpus: str, tenant: str, inspected: archive.ArchiveReport, new_corpus: bool) -> None:
+        """Raise QuotaExceeded if this upload takes ``tenant`` over its corpora or upload-bytes quota."""
+        max_corpora = config.setting("tenant_max_corpora")
+        if new_corpus and max_corpora:
+            owned = {c.name for c in self.store.list_corpora(tenant)} | {s.corpus for s in self.store.list_sources(tenant)}
+            if len(owned) >= max_corpora:
+                raise QuotaExceeded(
+                    409, f"tenant {tenant!r} has {len(owned):,} corpora, its quota of {max_corpora:,} corpus(es) (tenant_max_corpora): "
+                    "upload to one of them, or ask the operator to raise the quota; nothing was changed",
+                )  # fmt: skip
+        max_bytes = config.setting("tenant_max_upload_bytes")
+        if max_bytes:
+            others = [s.corpus for s in self.store.list_sources(tenant) if s.kind == "archive" and s.corpus != corpus]
+            used = sum(folder_bytes(upload_folder(name)) for name in others)  # this corpus's own folder is replaced
+            if used + inspected.unpacked_bytes > max_bytes:
+                raise QuotaExceeded(
+                    413, f"this archive unpacks to {inspected.unpacked_bytes:,} bytes; with the {used:,} of tenant {tenant!r}'s other "
+                    f"uploads that is over its quota of {max_bytes:,} bytes (tenant_max_upload_bytes); nothing was changed",
+                )  # fmt: skip
+
+    def chunk_quota(self, corpus: str, tenant: str) -> ChunkQuota | None:
+        """The room ``corpus``'s next version has under its tenant's chunk quota (None: no quota)."""
+        limit = config.setting("tenant_max_chunks")
+        if not limit:
+            return None
+        others = sum(c.chunk_count for c in self.store.list_corpora(tenant) if c.name != corpus)
+        return ChunkQuota(tenant, limit, others)
 
     def job(self, job_id: str, tenant: str | None = None) -> SyncJob:
         job = self.store.get_job(job_id)
@@ -249,6 +364,11 @@ class Syncs:
         incoming = None
         data = self.store.job_archive(job.id)
         if data is not None:  # an upload: unpack beside the folder the last upload was read from
+            if source.kind != "archive" or Path(source.location) != upload_folder(job.corpus):
+                raise SourceError(
+                    f"the source of corpus {job.corpus!r} was changed to {source.kind} {source.location} after this upload was "
+                    "accepted; the upload was not applied (upload it again to make it the source)"
+                )
             incoming = uploads_dir(job.corpus) / f"incoming-{job.id}"
             shutil.rmtree(incoming, ignore_errors=True)
             unpacked = archive.unpack(data, incoming, archive.Limits.from_settings())
@@ -267,7 +387,8 @@ class Syncs:
         status, gate_report, went_live = "succeeded", None, False
         try:
             result = self.services.ingest(
-                folder, target, base_url, progress, tenant, admission=remembered_policy(job.corpus), format=docs_format
+                folder, target, base_url, progress, tenant, admission=remembered_policy(job.corpus), format=docs_format,
+                chunk_quota=self.chunk_quota(job.corpus, source.tenant),
             )
             if target != job.corpus:
                 held, gate_report = self._release_gate(job.corpus, target, options, before is not None, progress)
@@ -279,10 +400,8 @@ class Syncs:
             went_live = status == "succeeded"
         finally:
             if incoming is not None and incoming.exists():
-                if went_live:
-                    # the new version is live: its files become the folder a later sync re-reads
-                    shutil.rmtree(source.location, ignore_errors=True)
-                    incoming.rename(source.location)
+                if went_live:  # the new version is live: its files become the folder a later sync re-reads
+                    _replace_folder(upload_folder(job.corpus), incoming)
                 else:  # failed or held: the folder of the live version stays
                     shutil.rmtree(incoming, ignore_errors=True)
         return status, job_report(source, note, before.version if before else None, result, gate_report, went_live)
@@ -311,23 +430,28 @@ class Syncs:
         self, corpus: str, body: bytes, headers: dict[str, str], admit: Callable[[], None] = lambda: None
     ) -> tuple[SyncJob, bool]:
         """Start a sync for a signed, fresh, first-seen delivery; else ``webhook.Refused`` (nothing changes).
-        ``admit`` runs once the signature holds, before the delivery id is spent (the per-corpus rate
-        limit: requests nobody signed cannot use up a corpus's allowance). The audit log gets the
-        outcome, in the corpus's tenant."""
-        owner = self.store.get_source(corpus)
-        return self._audited(
-            "webhook", corpus, None, owner.tenant if owner else None, "webhook", lambda: self._webhook(corpus, body, headers, admit)
-        )
+        A request whose signature does not hold is anyone's: it is counted by reason
+        (``citedocs_webhooks_rejected_total``), never written to the audit log. Once it holds, ``admit``
+        runs before the delivery id is spent (the per-corpus rate limit: requests nobody signed cannot
+        use up a corpus's allowance), and the audit log gets the outcome, in the corpus's tenant."""
+        try:
+            stored, delivery = self._signed_delivery(corpus, body, headers)
+        except webhook.Refused as exc:
+            metrics.WEBHOOKS_REJECTED.labels(exc.error).inc()
+            raise
+        return self._audited("webhook", corpus, None, stored.tenant, "webhook", lambda: self._webhook(corpus, stored, delivery, admit))
 
-    def _webhook(self, corpus: str, body: bytes, headers: dict[str, str], admit: Callable[[], None]) -> tuple[SyncJob, bool]:
-        """A signed request that asks for no sync (a ping, another event, a push to another branch
-        than the source's) raises ``webhook.Ignored``: no job, and its replay key is not spent."""
+    def _signed_delivery(self, corpus: str, body: bytes, headers: dict[str, str]) -> tuple[CorpusSource, webhook.Delivery]:
         stored = self.store.get_source(corpus)
         if stored is None or stored.webhook_secret is None:
             # the same answer for a corpus without a webhook and one that does not exist
             raise webhook.Refused(404, "no_webhook", f"corpus {corpus!r} has no webhook; the operator enables one with `citedocs sources webhook-secret {corpus}`")
+        return stored, webhook.verify(stored.webhook_secret, body, headers, config.setting("webhook_replay_window_s"))
+
+    def _webhook(self, corpus: str, stored: CorpusSource, delivery: webhook.Delivery, admit: Callable[[], None]) -> tuple[SyncJob, bool]:
+        """A signed request that asks for no sync (a ping, another event, a push to another branch
+        than the source's) raises ``webhook.Ignored``: no job, and its replay key is not spent."""
         window = config.setting("webhook_replay_window_s")
-        delivery = webhook.verify(stored.webhook_secret, body, headers, window)
         admit()
         webhook.check_applies(delivery, stored.options.get("branch"))
         at = now()
@@ -357,6 +481,16 @@ class Syncs:
         return job, created
 
 
+def _replace_folder(folder: Path, new: Path) -> None:
+    """Make ``new`` (a sibling) take the place of ``folder``; only ever called on citedocs' upload folders."""
+    old = folder.with_name(folder.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if folder.exists():
+        folder.rename(old)
+    new.rename(folder)
+    shutil.rmtree(old, ignore_errors=True)
+
+
 def audit_outcome(exc: Exception) -> str:
     """How the audit log names a refused sync request."""
     if isinstance(exc, webhook.Refused):
@@ -365,11 +499,25 @@ def audit_outcome(exc: Exception) -> str:
         (UnknownCorpus, "unknown_corpus"),
         (RateLimited, "rate_limited"),
         (JobBusy, "busy"),
+        (QuotaExceeded, "quota_exceeded"),
         ((archive.ArchiveRejected, InvalidName, CorpusOwnedByOtherTenant, SourceError), "rejected"),
     ):
         if isinstance(exc, kinds):
             return outcome
     return "error"
+
+
+class QuotaExceeded(ValueError):
+    """A tenant's quota (a setting) would be exceeded; ``status`` is the HTTP answer. Nothing was changed."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes the files under ``folder`` take (0 if there is no such folder); an upload unpacks no links."""
+    return sum(path.lstat().st_size for path in folder.rglob("*") if path.is_file() and not path.is_symlink())
 
 
 class JobBusy(RuntimeError):

@@ -30,14 +30,14 @@ from ..ingest.crawl import CrawlError
 from ..ingest.pipeline import IngestError, ProgressFn
 from ..service import UnknownCorpus
 from .archive import ArchiveRejected
-from .service import Syncs, now, stamp
+from .service import Syncs, name_unavailable, now, stamp
 from .sources import SourceError, next_sync_after
 
 log = logging.getLogger("citedocs.sync")
 TASK = "citedocs.sync"
 POLL_S = 1.0
 # what a job reports as its own failure (the message says what to fix); anything else is logged with its traceback
-JOB_ERRORS = (SourceError, IngestError, CrawlError, PolicyError, ArchiveRejected, CorpusOwnedByOtherTenant, UnknownCorpus, StoreFull)
+JOB_ERRORS = (SourceError, IngestError, CrawlError, PolicyError, ArchiveRejected, UnknownCorpus, StoreFull)
 
 
 def _store_errors() -> tuple[type[BaseException], ...]:
@@ -93,6 +93,8 @@ class JobRunner:
         status, report, error = "failed", None, None
         try:
             status, report = self.syncs.execute(job, progress)
+        except CorpusOwnedByOtherTenant:  # the store's message names the owner; the job is read by its corpus's tenant
+            error = str(name_unavailable(job.corpus))
         except JOB_ERRORS as exc:
             error = str(exc)
         except STORE_ERRORS as exc:
