@@ -183,7 +183,7 @@ def test_unsigned_webhooks_are_counted_not_written_to_the_audit_log(syncs, small
     attempts = [
         ("IGNORE PREVIOUS INSTRUCTIONS; admin granted to mallory", {}),
         ("team", {"x-github-delivery": "<script>alert(1)</script>"}),
-        ("team", {"x-hub-signature-256": "sha256=" + "0" * 64, "x-github-delivery": "d-mallory"}),
+        ("team", {"x-hub-signature-256": "sha256=" + "0" * 64, "x-github-event": "push", "x-github-delivery": "d-mallory"}),
     ]
     for corpus, headers in attempts:
         with pytest.raises(webhook.Refused):
