@@ -11,7 +11,8 @@ from datetime import datetime, timezone
 
 from . import config, telemetry
 from .contract import AskRequest, AskResponse, Citation, RefusalReason
-from .generate.base import GenerationFault, Generator
+from .generate.accounting import TenantBudgets, usage_summary
+from .generate.base import GenerationFault, Generator, Restart, UsageMeter, metered
 from .generate.grader import LlmGrader
 from .models.embedding_cache import question_vector
 from .privacy import redact_trace
@@ -34,9 +35,10 @@ REFUSAL_PREFIX = "I can't answer this from the {corpus} docs: "
 
 @dataclass
 class AskEvent:
-    kind: str  # "sentence" | "final"
+    kind: str  # "sentence" | "restart" | "final"
     sentence: AcceptedSentence | None = None
     response: AskResponse | None = None
+    restart: Restart | None = None  # "restart": the sentences sent so far are void, the answer starts again
 
 
 @dataclass
@@ -46,12 +48,14 @@ class _Trace:
     started_ns: int = field(default_factory=time.time_ns)
     stage_ms: dict[str, float] = field(default_factory=dict)
     spans: list[tuple[str, int, int]] = field(default_factory=list)  # (stage, start, end) in ns: OpenTelemetry's
+    meter: UsageMeter = field(default_factory=UsageMeter)  # the tokens of the answer's LLM calls
 
     def timed(self, stage: str, fn, *args):
         started = time.perf_counter()
         started_ns = time.time_ns()
         try:
-            return fn(*args)
+            with metered(self.meter):
+                return fn(*args)
         finally:
             self.stage_ms[stage] = round((time.perf_counter() - started) * 1000, 1)
             self.spans.append((stage, started_ns, time.time_ns()))
@@ -76,9 +80,10 @@ class StoreProbe:
 class _Answer:
     """One request's trace and the two ways it can end: a response or a refusal."""
 
-    def __init__(self, pipeline: AskPipeline, request: AskRequest, corpus: CorpusInfo) -> None:
+    def __init__(self, pipeline: AskPipeline, request: AskRequest, corpus: CorpusInfo, notice: str | None = None) -> None:
         self.pipeline = pipeline
         self.corpus = corpus
+        self.notice = notice
         self.trace = _Trace()
         self.trace_id = uuid.uuid4().hex
         self.question = request.question.strip()
@@ -94,11 +99,19 @@ class _Answer:
             backend=pipeline.generator.name,
             model=pipeline.generator.model,
             thresholds=pipeline.thresholds.as_dict(),
+            tenant=corpus.tenant,
         )
+        if notice:
+            self.trace.payload["notice"] = notice
 
     def finish(self, response: AskResponse, raw: str | None = None, decisions: list | None = None) -> AskEvent:
         trace = self.trace
         trace.stage_ms["total"] = round((time.perf_counter() - trace.started) * 1000, 1)
+        response.notice = self.notice
+        if trace.meter.calls:
+            trace.payload["llm_usage"] = usage_summary(trace.meter)
+            if self.pipeline.budgets is not None:
+                self.pipeline.budgets.add(self.corpus.tenant, trace.payload["llm_usage"]["cost_usd"])
         trace.payload.update(
             raw_output=raw,
             validator_decisions=decisions or [],
@@ -187,6 +200,8 @@ class AskPipeline:
         on_trace: Callable[[dict], None] | None = None,
         grader: LlmGrader | None = None,
         expander: HypotheticalPassage | None = None,
+        budgets: TenantBudgets | None = None,
+        without_llm: AskPipeline | None = None,
     ) -> None:
         self.on_trace = on_trace  # called with every stored trace (metrics)
         self.store = store
@@ -197,6 +212,8 @@ class AskPipeline:
         self.thresholds = thresholds
         self.grader = grader
         self.expander = expander
+        self.budgets = budgets  # with ``without_llm``: a tenant past its daily budget is answered by that
+        self.without_llm = without_llm
 
     def ask(self, request: AskRequest, corpus: CorpusInfo) -> AskResponse:
         for event in self.ask_events(request, corpus):
@@ -204,8 +221,13 @@ class AskPipeline:
                 return event.response
         raise AssertionError("ask_events ended without a final event")
 
-    def ask_events(self, request: AskRequest, corpus: CorpusInfo) -> Iterator[AskEvent]:
-        run = _Answer(self, request, corpus)
+    def ask_events(self, request: AskRequest, corpus: CorpusInfo, notice: str | None = None) -> Iterator[AskEvent]:
+        if self.budgets is not None and self.without_llm is not None:
+            spent = self.budgets.exhausted(corpus.tenant)
+            if spent:
+                yield from self.without_llm.ask_events(request, corpus, f"llm_budget_exhausted: {spent}; answered without the LLM")
+                return
+        run = _Answer(self, request, corpus, notice)
         query = self._rewrite(run, request)
         hits = self._retrieve(run, query, request.top_k, self._expand(run, query))
         refusal = self._gate(run, hits)
@@ -308,7 +330,8 @@ class AskPipeline:
             nonlocal validate_s
             for unit in units:
                 started = time.perf_counter()
-                accepted = session.feed(unit)
+                with metered(trace.meter):  # the claim verifier's LLM calls
+                    accepted = session.feed(unit)
                 validate_s += time.perf_counter() - started
                 if accepted is not None:
                     trace.stage_ms.setdefault("first_sentence", round((time.perf_counter() - trace.started) * 1000, 1))
@@ -317,11 +340,17 @@ class AskPipeline:
         generate_started = time.perf_counter()
         generate_started_ns = time.time_ns()
         fed = 0
+        stream = None
         try:
             if hasattr(self.generator, "stream"):
                 stream = self.generator.stream(run.question, chunks, history)
                 text = ""
                 for delta in stream:
+                    if isinstance(delta, Restart):  # what was shown is void: validate the next provider's answer afresh
+                        trace.payload.setdefault("restarts", []).append(delta.__dict__)
+                        yield AskEvent("restart", restart=delta)
+                        text, fed, session = "", 0, self.validator.session(chunks)
+                        continue
                     text += delta
                     settled = split_units(text) if stream.whole_units else settled_units(text)
                     yield from feed(settled[fed:])
@@ -331,18 +360,29 @@ class AskPipeline:
                 generation = self.generator.generate(run.question, chunks, history)
         except GenerationFault as fault:
             trace.stage_ms["generate"] = round((time.perf_counter() - generate_started - validate_s) * 1000, 1)
+            trace.payload["provider_attempts"] = getattr(stream, "attempts", [])
             yield run.backend_failed(fault)
             return
         trace.stage_ms["generate"] = round((time.perf_counter() - generate_started - validate_s) * 1000, 1)
         trace.spans.append(("generate", generate_started_ns, time.time_ns()))
-        trace.payload.update(prompt_version=generation.prompt_version, usage=generation.usage)
+        trace.payload.update(
+            prompt_version=generation.prompt_version,
+            usage=generation.usage,
+            backend=generation.backend,
+            model=generation.model,
+            provider=generation.provider or generation.backend,
+            provider_attempts=generation.attempts,
+        )
+        if generation.usage.get("prompt_tokens") or generation.usage.get("completion_tokens"):
+            trace.meter.add(trace.payload["provider"], generation.model, generation.usage, "answer")
         if generation.raw is not None:
             trace.payload["structured_output"] = generation.raw
 
         yield from feed(split_units(generation.text)[fed:])
         started = time.perf_counter()
         started_ns = time.time_ns()
-        validation = session.finish(generation.text)
+        with metered(trace.meter):
+            validation = session.finish(generation.text)
         trace.stage_ms["validate"] = round((validate_s + time.perf_counter() - started) * 1000, 1)
         trace.spans.append(("validate", started_ns, time.time_ns()))
         if validation.refusal is not None:

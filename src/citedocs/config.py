@@ -7,7 +7,9 @@ A setting comes from its environment variable if set, else from the TOML config 
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -90,6 +92,93 @@ def _choice(*options: str) -> Callable[[Any], str]:
     return parse
 
 
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+PROVIDER_KINDS = ("openai", "local", "extractive")
+ROUTES = ("any", "fast", "strong")
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """One entry of ``llm_providers``: where answers are asked for, in the order they are tried."""
+
+    name: str
+    kind: str = "openai"  # openai (any OpenAI-compatible endpoint) | local (the managed llama.cpp server) | extractive
+    base_url: str | None = None
+    model: str = "default"
+    api_key_env: str | None = None  # the environment variable holding the key (never the key itself)
+    timeout_s: float | None = None  # None: the llm_timeout setting
+    retries: int = 2  # further tries on 429, 5xx, timeouts and lost connections, with back-off
+    structured: str = "auto"
+    route: str = "any"  # fast | strong: which questions it takes when routing is on (routing.py)
+
+
+def _table_or_json(raw: Any) -> Any:
+    """A TOML value as is; an environment variable's string as JSON."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError as exc:
+            raise ValueError(f"not JSON ({exc}); in the environment write it as JSON, in config.toml as TOML") from None
+    return raw
+
+
+def _providers(raw: Any) -> tuple[ProviderSpec, ...]:
+    entries = _table_or_json(raw)
+    if not isinstance(entries, list) or not entries:
+        raise ValueError('use a list of tables, e.g. [{name = "main", base_url = "https://api.example.com/v1", model = "m", api_key_env = "MAIN_KEY"}]')
+    known = set(ProviderSpec.__dataclass_fields__)
+    specs: list[ProviderSpec] = []
+    for n, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict):
+            raise ValueError(f"entry {n} is not a table")
+        if "api_key" in entry:
+            raise ValueError(f"entry {n}: keys are never written in the config; name the environment variable that holds it (api_key_env)")
+        unknown = sorted(set(entry) - known)
+        if unknown:
+            raise ValueError(f"entry {n}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        spec = ProviderSpec(**entry)
+        if not spec.name or not isinstance(spec.name, str):
+            raise ValueError(f"entry {n} needs a name")
+        if spec.kind not in PROVIDER_KINDS:
+            raise ValueError(f"entry {n} ({spec.name}): kind must be one of {', '.join(PROVIDER_KINDS)}")
+        if spec.kind == "openai" and not spec.base_url:
+            raise ValueError(f"entry {n} ({spec.name}): an openai provider needs base_url")
+        if spec.api_key_env is not None and not _ENV_NAME.match(str(spec.api_key_env)):
+            raise ValueError(f"entry {n} ({spec.name}): api_key_env must be an environment variable's name")
+        if spec.route not in ROUTES:
+            raise ValueError(f"entry {n} ({spec.name}): route must be one of {', '.join(ROUTES)}")
+        if int(spec.retries) < 0 or (spec.timeout_s is not None and float(spec.timeout_s) <= 0):
+            raise ValueError(f"entry {n} ({spec.name}): retries must be >= 0 and timeout_s > 0")
+        specs.append(spec)
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise ValueError("provider names must be unique")
+    return tuple(specs)
+
+
+def _prices(raw: Any) -> dict[str, tuple[float, float]]:
+    """Model name -> (USD per million prompt tokens, USD per million completion tokens)."""
+    table = _table_or_json(raw)
+    if not isinstance(table, dict):
+        raise ValueError('use a table of model = {prompt = 0.15, completion = 0.6} (USD per million tokens)')
+    prices = {}
+    for model, price in table.items():
+        if not isinstance(price, dict) or set(price) != {"prompt", "completion"}:
+            raise ValueError(f"{model}: give prompt and completion, in USD per million tokens")
+        prices[str(model)] = (float(price["prompt"]), float(price["completion"]))
+        if min(prices[str(model)]) < 0:
+            raise ValueError(f"{model}: a price must not be negative")
+    return prices
+
+
+def _budgets(raw: Any) -> dict[str, float]:
+    """Tenant (or ``*``, every other tenant) -> USD a day."""
+    table = _table_or_json(raw)
+    if not isinstance(table, dict) or any(float(v) < 0 for v in table.values()):
+        raise ValueError('use a table of tenant = USD a day, e.g. {"*" = 5.0, acme = 20.0}')
+    return {str(k): float(v) for k, v in table.items()}
+
+
 @dataclass(frozen=True)
 class Setting:
     env: str
@@ -113,6 +202,33 @@ SETTINGS: dict[str, Setting] = {
         "auto",
         _choice("auto", "llamacpp", "openai", "ollama", "off"),
         "structured output for answers: auto (probe the endpoint once) | llamacpp | openai (also vLLM) | ollama | off (plain-text markers)",
+    ),
+    "llm_providers": Setting(
+        "CITEDOCS_LLM_PROVIDERS",
+        None,
+        _providers,
+        "LLM providers tried in order, each with its timeout and retries (a list of tables: name, kind = "
+        "openai | local | extractive, base_url, model, api_key_env, timeout_s, retries, structured, route); "
+        "list kind = extractive last for answers that never fail; see docs/how-to/openai-endpoint.md",
+    ),
+    "llm_breaker_failures": Setting(
+        "CITEDOCS_LLM_BREAKER_FAILURES", 3, _at_least_one,
+        "failed calls in a row after which a provider is skipped until a probe of it succeeds",
+    ),
+    "llm_breaker_cooldown_s": Setting(
+        "CITEDOCS_LLM_BREAKER_COOLDOWN_S", 30.0, _positive_float, "seconds a failing provider is skipped before it is probed again"
+    ),
+    "llm_max_retry_wait_s": Setting(
+        "CITEDOCS_LLM_MAX_RETRY_WAIT_S", 10.0, _positive_float,
+        "longest wait before a retry (Retry-After included); a provider asking for longer is skipped for that long instead",
+    ),
+    "llm_prices": Setting(
+        "CITEDOCS_LLM_PRICES", {}, _prices,
+        "USD per million tokens by model, e.g. {\"gpt-4o-mini\" = {prompt = 0.15, completion = 0.6}}; a model not listed costs 0",
+    ),
+    "tenant_daily_budget_usd": Setting(
+        "CITEDOCS_TENANT_DAILY_BUDGET_USD", {}, _budgets,
+        "LLM spend a tenant may reach per UTC day (\"*\": every tenant not named); beyond it answers are extractive",
     ),
     "llm_grade": Setting(
         "CITEDOCS_LLM_GRADE", "on", _choice("on", "off"), "with an LLM backend: grade retrieved chunks before generating"

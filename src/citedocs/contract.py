@@ -53,6 +53,11 @@ class AskResponse(BaseModel):
     refusal_reason: str | None
     trace_id: str
     corpus_version: str
+    notice: str | None = Field(
+        default=None,
+        description="Set when the answer was not written the usual way, and why: `llm_budget_exhausted: ...` "
+        "(the tenant's daily LLM budget is spent; the extractive backend answered).",
+    )
 
 
 class FeedbackRequest(BaseModel):

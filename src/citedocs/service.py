@@ -160,6 +160,7 @@ class Services:
         answer, verifies each claim (settings llm_grade, llm_verify, llm_answer), and with
         query_expansion = hyde first writes a passage to search beside the question; the lexical support
         check is the fallback, the no-LLM rule, and the whole check of a quoted answer."""
+        from .generate.fallback import ProviderChain
         from .generate.grader import LlmGrader
         from .generate.openai_compat import OpenAICompatibleGenerator
         from .generate.quote import QuotingGenerator
@@ -167,11 +168,13 @@ class Services:
         from .retrieve.expand import HypotheticalPassage
         from .validate.entailment import LlmEntailmentChecker
 
-        checker = SupportChecker(self.encoder, self.thresholds)
+        checker = lexical = SupportChecker(self.encoder, self.thresholds)
         grader = expander = None
         quoting = isinstance(self.generator, QuotingGenerator)
         llm = self.generator.llm if quoting else self.generator
-        if isinstance(llm, OpenAICompatibleGenerator):
+        if not isinstance(llm, (OpenAICompatibleGenerator, ProviderChain)):
+            llm = None
+        else:
             judge = PassageJudge(llm)
             if config.setting("llm_verify") == "on" and not quoting:  # a quote is its chunk's own words
                 checker = LlmEntailmentChecker(judge, checker, self.thresholds.min_entailment)
@@ -180,6 +183,17 @@ class Services:
                 grader = LlmGrader(judge, self.thresholds.min_grade, required=quoting, enough=enough)
             if config.setting("query_expansion") == "hyde":
                 expander = HypotheticalPassage(llm)
+        without_llm = budgets = None
+        if llm is not None and config.setting("tenant_daily_budget_usd"):
+            # a tenant past its daily LLM budget is answered as with the extractive backend
+            from .generate.accounting import TenantBudgets
+            from .generate.extractive import ExtractiveGenerator
+
+            budgets = TenantBudgets(self.store)
+            extractive = ExtractiveGenerator(self.encoder, self.thresholds.extractive_min_sentence_score)
+            without_llm = AskPipeline(
+                self.store, self.retriever, extractive, CitationValidator(lexical), self.thresholds, on_trace=metrics.observe_trace
+            )
         return AskPipeline(
             self.store,
             self.retriever,
@@ -189,6 +203,8 @@ class Services:
             on_trace=metrics.observe_trace,
             grader=grader,
             expander=expander,
+            budgets=budgets,
+            without_llm=without_llm,
         )
 
     def close(self) -> None:

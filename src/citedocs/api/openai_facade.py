@@ -30,6 +30,7 @@ from .openapi import BODY_ERRORS, ERRORS, GUARDED
 SOURCES_HEADING = "**Sources**"
 MARKER = re.compile(r"\[([^\[\]\s]+#[^\[\]\s]*/\d+)\]")  # the chunk-id markers of the contract
 WITHDRAWN = "(The text above could not be verified against the docs and is withdrawn.)"
+RESTARTED = "(The model answering failed part-way: the text above is withdrawn, and the answer starts again.)"
 
 
 class ChatMessage(BaseModel):
@@ -187,6 +188,11 @@ def create_router(services: Callable[[], Services], caller: Callable[[Request], 
                     piece = separator(shown, previous_code, code) + numbering.render(event.sentence.rendered())
                     yield chunk({"content": piece})
                     shown, previous_code = shown + piece, code
+                    continue
+                if event.kind == "restart":  # a stream cannot take text back: withdraw it in words
+                    if shown:
+                        yield chunk({"content": f"\n\n{RESTARTED}\n\n"})
+                    numbering, shown, previous_code = Numbering(), "", False
                     continue
                 response = event.response
                 request.state.trace_id = response.trace_id

@@ -431,6 +431,14 @@ export function createConversation({ container, api, corpus = () => undefined, o
           t.turn.dataset.sentences = String(Number(t.turn.dataset.sentences || 0) + 1);
           t.status.hidden = true;
           renderInto(t, streamed, [], true);
+        } else if (event === "restart") {
+          // the provider writing the answer failed part-way: what was shown is void
+          streamed = "";
+          t.turn.dataset.sentences = "0";
+          t.turn.dataset.restarts = String(Number(t.turn.dataset.restarts || 0) + 1);
+          renderInto(t, "", [], true);
+          t.status.hidden = false;
+          t.status.textContent = data.next ? "The model failed part-way; answering again…" : "The model failed part-way.";
         } else if (event === "final") {
           final = data;
         }
