@@ -8,7 +8,7 @@ accepts, so what a test checks is the plumbing (fallback, retries, breakers, acc
 answer quality.
 
 Behaviour per request, from ``--script`` (comma-separated, one item per chat request, then ``ok``):
-``ok`` | ``429:<seconds>`` (HTTP 429 with that Retry-After) | ``500`` | ``die:<events>`` (stream
+``ok`` | ``nousage`` (an answer without a ``usage`` record) | ``429:<seconds>`` (HTTP 429 with that Retry-After) | ``500`` | ``die:<events>`` (stream
 that many events, then the process exits: a provider dying mid-answer) | ``hang`` (never answers).
 Each request and the usage it reported is appended to ``--log`` as a JSON line.
 
@@ -108,14 +108,14 @@ def handler(state: State):
             prompt = "\n".join(str(m.get("content") or "") for m in body.get("messages") or [])
             usage = {"prompt_tokens": tokens(prompt), "completion_tokens": tokens(text)}
             usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-            entry["usage"] = usage
+            entry["usage"] = usage if step != "nousage" else None
             state.record(entry)
             if not body.get("stream"):
-                self._json(200, {
+                completion = {
                     "id": "chatcmpl-standin", "object": "chat.completion", "created": int(time.time()), "model": body.get("model"),
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                    "usage": usage,
-                })
+                }
+                self._json(200, completion | ({"usage": usage} if step != "nousage" else {}))
                 return
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -136,7 +136,7 @@ def handler(state: State):
             last = {"id": "chatcmpl-standin", "object": "chat.completion.chunk", "model": body.get("model"),
                     "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
             self.wfile.write(f"data: {json.dumps(last)}\n\n".encode())
-            if (body.get("stream_options") or {}).get("include_usage"):
+            if (body.get("stream_options") or {}).get("include_usage") and step != "nousage":
                 self.wfile.write(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode())
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()

@@ -17,7 +17,7 @@ from .auth import NAME_PATTERN, AuthError, bearer_token, new_key_id, new_secret,
 from .models.encoders import BiEncoder, ModelMissing, bi_encoder, corpus_dense_choice, dense_encoder, query_encoder
 from .index import copy_corpus, open_store
 from .index.store import ADMIN_SCOPE, FULL_SCOPE, PUBLISHABLE_SCOPE, AdminAction, ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store, TraceFilter
-from .insights import Insights, InsightsRange, parse_since
+from .insights import Insights, InsightsRange, llm_spend, parse_since
 from .models.embedding_cache import EmbeddingCache
 from .ingest.admission import approve, default_report_path, remember_policy, resolve_policy
 from .ingest.crawl import CrawlError, CrawlReport, CrawlSettings, crawl, crawl_scope, is_url
@@ -412,7 +412,7 @@ class Services:
         # the model loads only if a trace without a kept vector (an older citedocs wrote it) is grouped
         encode = lambda texts: self.question_vectors.encode(texts)  # noqa: E731
         report = Insights(self.store, self.corpora(tenant), encode, config.setting("insights_gap_limit"))
-        return report.report(scope, gaps)
+        return {**report.report(scope, gaps), "llm_usage": llm_spend(self.store, scope.filter())}
 
     def recent_traces(self, tenant: str | None, corpus: str | None = None, limit: int = 50) -> list[dict]:
         """The newest traces (question, outcome, latency) with their feedback, newest first."""
