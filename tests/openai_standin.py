@@ -31,6 +31,9 @@ CHUNK = re.compile(r'<chunk id="([^"]+)"[^>]*>\n(.*?)\n</chunk>', re.S)
 
 def answer_for(messages: list[dict]) -> str:
     prompt = "\n".join(str(m.get("content") or "") for m in messages)
+    if "follow-up questions" in prompt:  # asked to phrase suggestions: one question per listed section
+        sections = [line[2:].split(" › ")[-1] for line in prompt.splitlines() if line.startswith("- ")]
+        return "\n".join(f"What does the section {section} explain?" for section in sections[:3])
     match = CHUNK.search(prompt)
     if not match:
         return "NO_ANSWER: no passage in the prompt"

@@ -21,6 +21,7 @@ from .retrieve.expand import PROMPT_VERSION as EXPANSION_PROMPT
 from .retrieve.expand import HypotheticalPassage
 from .retrieve.hybrid import HybridRetriever, RetrievalConfig
 from .retrieve.null_level import NullLevels
+from .retrieve.suggest import FollowUps
 from .types import Chunk, SearchHit
 from .retrieve.rewrite import standalone_query_fallback
 from .sentences import Unit, settled_units, split_units
@@ -175,6 +176,13 @@ class _Answer:
         ]
         # what each cited chunk said when it was cited: a later docs change to it is then exact to find
         self.trace.payload["cited_hashes"] = {cid: by_id[cid].hash for cid in cited}
+        follow_ups = self.pipeline.follow_ups
+        suggestions = []
+        if follow_ups is not None:
+            suggestions = self.trace.timed(
+                "suggest", follow_ups.suggest, self.corpus.name, self.corpus.version, self.question, [by_id[c] for c in cited]
+            )
+            self.trace.payload["suggestions"] = suggestions
         response = AskResponse(
             answer=validation.answer,
             citations=citations,
@@ -182,6 +190,7 @@ class _Answer:
             refusal_reason=None,
             trace_id=self.trace_id,
             corpus_version=self.corpus.version,
+            suggestions=[{k: s[k] for k in ("question", "url", "source")} for s in suggestions],
         )
         return self.finish(response, raw, validation.decisions_as_dicts())
 
@@ -202,6 +211,8 @@ class AskPipeline:
         expander: HypotheticalPassage | None = None,
         budgets: TenantBudgets | None = None,
         without_llm: AskPipeline | None = None,
+        suggestions: str = "off",
+        write_questions: Callable[[str], str] | None = None,
     ) -> None:
         self.on_trace = on_trace  # called with every stored trace (metrics)
         self.store = store
@@ -213,6 +224,10 @@ class AskPipeline:
         self.grader = grader
         self.expander = expander
         self.budgets = budgets  # with ``without_llm``: a tenant past its daily budget is answered by that
+        self.follow_ups = None
+        if suggestions != "off":  # ``write_questions``: an LLM's chat, used when suggestions = llm
+            writer = write_questions if suggestions == "llm" else None
+            self.follow_ups = FollowUps(store, retriever, self.null_levels, thresholds.min_retrieval_margin, writer)
         self.without_llm = without_llm
 
     def ask(self, request: AskRequest, corpus: CorpusInfo) -> AskResponse:

@@ -230,6 +230,11 @@ SETTINGS: dict[str, Setting] = {
         "CITEDOCS_TENANT_DAILY_BUDGET_USD", {}, _budgets,
         "LLM spend a tenant may reach per UTC day (\"*\": every tenant not named); beyond it answers are extractive",
     ),
+    "suggested_questions": Setting(
+        "CITEDOCS_SUGGESTED_QUESTIONS", "docs", _choice("docs", "llm", "off"),
+        "follow-up questions after a grounded answer, each checked to retrieve above the refusal floor: docs (nearby "
+        "sections' headings) | llm (the LLM phrases them as questions; the headings fill in) | off",
+    ),
     "llm_grade": Setting(
         "CITEDOCS_LLM_GRADE", "on", _choice("on", "off"), "with an LLM backend: grade retrieved chunks before generating"
     ),

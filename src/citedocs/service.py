@@ -184,6 +184,7 @@ class Services:
             if config.setting("query_expansion") == "hyde":
                 expander = HypotheticalPassage(llm)
         without_llm = budgets = None
+        suggestions = config.setting("suggested_questions")
         if llm is not None and config.setting("tenant_daily_budget_usd"):
             # a tenant past its daily LLM budget is answered as with the extractive backend
             from .generate.accounting import TenantBudgets
@@ -192,7 +193,8 @@ class Services:
             budgets = TenantBudgets(self.store)
             extractive = ExtractiveGenerator(self.encoder, self.thresholds.extractive_min_sentence_score)
             without_llm = AskPipeline(
-                self.store, self.retriever, extractive, CitationValidator(lexical), self.thresholds, on_trace=metrics.observe_trace
+                self.store, self.retriever, extractive, CitationValidator(lexical), self.thresholds,
+                on_trace=metrics.observe_trace, suggestions="docs" if suggestions != "off" else "off",
             )
         return AskPipeline(
             self.store,
@@ -205,6 +207,8 @@ class Services:
             expander=expander,
             budgets=budgets,
             without_llm=without_llm,
+            suggestions=suggestions,
+            write_questions=(lambda prompt: llm.chat([{"role": "user", "content": prompt}], 160)[0]) if llm else None,
         )
 
     def close(self) -> None:
