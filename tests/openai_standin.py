@@ -31,6 +31,9 @@ CHUNK = re.compile(r'<chunk id="([^"]+)"[^>]*>\n(.*?)\n</chunk>', re.S)
 
 def answer_for(messages: list[dict]) -> str:
     prompt = "\n".join(str(m.get("content") or "") for m in messages)
+    if "\nLast question: " in prompt:  # asked to rewrite a follow-up: the first question, then the last
+        first = next((line[6:] for line in prompt.splitlines() if line.startswith("user: ")), "")
+        return f"{first} {prompt.rpartition('Last question: ')[2]}".strip()
     if "follow-up questions" in prompt:  # asked to phrase suggestions: one question per listed section
         sections = [line[2:].split(" › ")[-1] for line in prompt.splitlines() if line.startswith("- ")]
         return "\n".join(f"What does the section {section} explain?" for section in sections[:3])

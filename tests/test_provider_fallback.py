@@ -210,3 +210,27 @@ def test_a_long_retry_after_skips_the_provider_for_that_long():
     assert held.wait_before_retry(fault, 0) is None  # longer than llm_max_retry_wait_s: not waited for
     held.give_up(fault)
     assert breaker.open_until == 120.0
+
+
+def test_routing_sends_an_easy_question_to_the_fast_model_and_a_hard_one_to_the_strong(chain_services, tmp_path):
+    with standin(tmp_path, "fast") as (fast, _, _f), standin(tmp_path, "strong") as (strong, _, _s):
+        services = chain_services(
+            [provider("strong", strong, route="strong"), provider("fast", fast, route="fast")], llm_routing="on"
+        )
+        easy = services.trace(services.ask(AskRequest(question=QUESTION)).trace_id)
+        history = [{"role": "user", "content": QUESTION}, {"role": "assistant", "content": "Use the Heroku CLI."}]
+        hard = services.trace(services.ask(AskRequest(question="And which buildpack does it use?", history=history)).trace_id)
+    assert (easy["route"], easy["route_reasons"], easy["provider"]) == ("fast", [], "fast")
+    assert hard["refusal_reason"] is None, hard["refusal_reason"]
+    assert hard["route"] == "strong" and "follow_up" in hard["route_reasons"] and hard["provider"] == "strong"
+
+
+def test_a_routed_question_falls_back_to_the_other_route_when_its_model_is_down(chain_services, tmp_path):
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    with standin(tmp_path, "strong") as (strong, _, _s):
+        services = chain_services(
+            [provider("strong", strong, route="strong"), provider("fast", dead, route="fast", retries=0)], llm_routing="on"
+        )
+        trace = services.trace(services.ask(AskRequest(question=QUESTION)).trace_id)
+    assert trace["route"] == "fast" and trace["provider"] == "strong"
+    assert [a["provider"] for a in trace["provider_attempts"]] == ["fast"]

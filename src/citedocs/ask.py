@@ -14,6 +14,7 @@ from .contract import AskRequest, AskResponse, Citation, RefusalReason
 from .generate.accounting import TenantBudgets, usage_summary
 from .generate.base import GenerationFault, Generator, Restart, UsageMeter, metered
 from .generate.grader import LlmGrader
+from .generate.routing import choose_route
 from .models.embedding_cache import question_vector
 from .privacy import redact_trace
 from .index.store import CorpusInfo, Store, StoreFull
@@ -101,6 +102,7 @@ class _Answer:
             model=pipeline.generator.model,
             thresholds=pipeline.thresholds.as_dict(),
             tenant=corpus.tenant,
+            route="default",
         )
         if notice:
             self.trace.payload["notice"] = notice
@@ -213,6 +215,7 @@ class AskPipeline:
         without_llm: AskPipeline | None = None,
         suggestions: str = "off",
         write_questions: Callable[[str], str] | None = None,
+        routing: bool = False,
     ) -> None:
         self.on_trace = on_trace  # called with every stored trace (metrics)
         self.store = store
@@ -224,6 +227,7 @@ class AskPipeline:
         self.grader = grader
         self.expander = expander
         self.budgets = budgets  # with ``without_llm``: a tenant past its daily budget is answered by that
+        self.routing = routing  # send easy and hard questions to different providers (generate/routing.py)
         self.follow_ups = None
         if suggestions != "off":  # ``write_questions``: an LLM's chat, used when suggestions = llm
             writer = write_questions if suggestions == "llm" else None
@@ -356,9 +360,16 @@ class AskPipeline:
         generate_started_ns = time.time_ns()
         fed = 0
         stream = None
+        routed = {}
+        if self.routing and hasattr(self.generator, "routed"):
+            decision = choose_route(
+                run.question, bool(history), chunks, run.confidence, trace.payload["retrieval_floor"], self.thresholds.min_retrieval_margin
+            )
+            trace.payload.update(route=decision.route, route_reasons=list(decision.reasons))
+            routed["providers"] = self.generator.routed(decision.route)
         try:
             if hasattr(self.generator, "stream"):
-                stream = self.generator.stream(run.question, chunks, history)
+                stream = self.generator.stream(run.question, chunks, history, **routed)
                 text = ""
                 for delta in stream:
                     if isinstance(delta, Restart):  # what was shown is void: validate the next provider's answer afresh

@@ -211,6 +211,11 @@ SETTINGS: dict[str, Setting] = {
         "openai | local | extractive, base_url, model, api_key_env, timeout_s, retries, structured, route); "
         "list kind = extractive last for answers that never fail; see docs/how-to/openai-endpoint.md",
     ),
+    "llm_routing": Setting(
+        "CITEDOCS_LLM_ROUTING", "off", _choice("off", "on"),
+        "on: easy questions go to the providers with route = fast, hard ones to route = strong (the rule: "
+        "generate/routing.py), the other route's providers next; off: every question tries the providers in order",
+    ),
     "llm_breaker_failures": Setting(
         "CITEDOCS_LLM_BREAKER_FAILURES", 3, _at_least_one,
         "failed calls in a row after which a provider is skipped until a probe of it succeeds",

@@ -208,6 +208,7 @@ class Services:
             budgets=budgets,
             without_llm=without_llm,
             suggestions=suggestions,
+            routing=config.setting("llm_routing") == "on",
             write_questions=(lambda prompt: llm.chat([{"role": "user", "content": prompt}], 160)[0]) if llm else None,
         )
 

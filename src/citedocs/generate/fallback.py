@@ -129,6 +129,13 @@ class ProviderChain:
         first = self.providers[0]
         self.model = getattr(first.generator, "model", first.spec.model)
 
+    def routed(self, route: str) -> list[Provider]:
+        """The providers for ``route`` (routing.py) first, in order, then the other route's as fallbacks;
+        an extractive provider stays last."""
+        llms = [p for p in self.providers if not p.never_fails]
+        chosen = [p for p in llms if p.spec.route in (route, "any")]
+        return chosen + [p for p in llms if p not in chosen] + [p for p in self.providers if p.never_fails]
+
     # the chat client's interface (grading, verification, rewriting, query expansion) -----------
     def _llm_providers(self) -> list[Provider]:
         return [p for p in self.providers if isinstance(p.generator, OpenAICompatibleGenerator)]
