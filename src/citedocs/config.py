@@ -61,6 +61,13 @@ def _positive_float(raw: Any) -> float:
     return value
 
 
+def _non_negative_float(raw: Any) -> float:
+    value = float(raw)
+    if not value >= 0:
+        raise ValueError("must be 0 or more")
+    return value
+
+
 def _database_url(raw: Any) -> str:
     url = str(raw)
     if not url.startswith(("postgresql://", "postgres://")):
@@ -296,6 +303,21 @@ SETTINGS: dict[str, Setting] = {
     ),
     "thresholds": Setting("CITEDOCS_THRESHOLDS", None, str, "path of a thresholds.toml to use instead of the bundled one"),
     "auth": Setting("CITEDOCS_AUTH", "off", _choice("off", "required"), "off | required (API keys)"),
+    "oidc_issuer": Setting(
+        "CITEDOCS_OIDC_ISSUER", None, str,
+        "single sign-on: the identity provider whose JWT bearer tokens are accepted beside API keys, e.g. "
+        "https://login.example.com/realms/docs (its /.well-known/openid-configuration names the signing keys)",
+    ),
+    "oidc_audience": Setting("CITEDOCS_OIDC_AUDIENCE", None, str, "single sign-on: the aud a token must carry (required with oidc_issuer)"),
+    "oidc_jwks_url": Setting("CITEDOCS_OIDC_JWKS_URL", None, str, "single sign-on: the JWKS URL, when the issuer publishes no discovery document"),
+    "oidc_tenant_claim": Setting("CITEDOCS_OIDC_TENANT_CLAIM", "tenant", str, "single sign-on: the claim naming the caller's tenant (a dotted path reaches a nested one)"),
+    "oidc_role_claim": Setting("CITEDOCS_OIDC_ROLE_CLAIM", "role", str, "single sign-on: the claim holding the caller's role or roles (e.g. realm_access.roles)"),
+    "oidc_admin_role": Setting("CITEDOCS_OIDC_ADMIN_ROLE", "admin", str, "single sign-on: the role that opens the admin routes; any other role is a user"),
+    "oidc_leeway_s": Setting("CITEDOCS_OIDC_LEEWAY_S", 60, _positive_int, "single sign-on: seconds of clock skew allowed on exp, nbf and iat"),
+    "oidc_jwks_refresh_s": Setting(
+        "CITEDOCS_OIDC_JWKS_REFRESH_S", 30.0, _non_negative_float,
+        "single sign-on: a token signed by an unknown key fetches the issuer's keys again at most this often (key rotation)",
+    ),
     "rate_limit_per_minute": Setting(
         "CITEDOCS_RATE_LIMIT_PER_MINUTE",
         None,

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from . import config, metrics, telemetry
 from .auth import NAME_PATTERN, AuthError, bearer_token, new_key_id, new_secret, secret_sha256
+from .sso import OidcVerifier, looks_like_jwt
 from .models.encoders import BiEncoder, ModelMissing, bi_encoder, corpus_dense_choice, dense_encoder, query_encoder
 from .index import copy_corpus, open_store
 from .index.store import ADMIN_SCOPE, FULL_SCOPE, PUBLISHABLE_SCOPE, AdminAction, ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store, TraceFilter
@@ -511,9 +512,17 @@ class Services:
     def keys(self, tenant: str | None = None) -> list[ApiKey]:
         return self.store.list_api_keys(tenant)
 
+    @cached_property
+    def sso(self) -> OidcVerifier | None:
+        return OidcVerifier.from_settings()
+
     def authenticate(self, authorization: str | None) -> ApiKey:
-        """The live key behind an Authorization header, or AuthError (401 unknown, 403 revoked)."""
-        key = self.store.find_api_key(secret_sha256(bearer_token(authorization)))
+        """The live key behind an Authorization header, or AuthError (401 unknown, 403 revoked); with
+        single sign-on (``oidc_issuer``) a JWT bearer token names its caller instead (sso.py)."""
+        token = bearer_token(authorization)
+        if self.sso is not None and looks_like_jwt(token):
+            return self.sso.principal(token)
+        key = self.store.find_api_key(secret_sha256(token))
         if key is None:
             raise AuthError(401, "invalid_api_key", "this API key is not known; ask the operator for a key")
         if key.revoked_at:
