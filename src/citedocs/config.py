@@ -178,6 +178,19 @@ def _prices(raw: Any) -> dict[str, tuple[float, float]]:
     return prices
 
 
+def _workspaces(raw: Any) -> dict[str, dict]:
+    """``slack:<team id>`` or ``discord:<guild id>`` -> {tenant, corpus?}."""
+    table = _table_or_json(raw)
+    if not isinstance(table, dict):
+        raise ValueError('use a table such as {"slack:T0123" = {tenant = "acme", corpus = "docs"}}')
+    for name, entry in table.items():
+        if not str(name).startswith(("slack:", "discord:")) or not isinstance(entry, dict) or "tenant" not in entry:
+            raise ValueError(f"{name}: name it slack:<team id> or discord:<guild id> and give its tenant (and corpus)")
+        if set(entry) - {"tenant", "corpus"}:
+            raise ValueError(f"{name}: only tenant and corpus are known")
+    return {str(k): dict(v) for k, v in table.items()}
+
+
 def _budgets(raw: Any) -> dict[str, float]:
     """Tenant (or ``*``, every other tenant) -> USD a day."""
     table = _table_or_json(raw)
@@ -303,6 +316,12 @@ SETTINGS: dict[str, Setting] = {
     ),
     "thresholds": Setting("CITEDOCS_THRESHOLDS", None, str, "path of a thresholds.toml to use instead of the bundled one"),
     "auth": Setting("CITEDOCS_AUTH", "off", _choice("off", "required"), "off | required (API keys)"),
+    "chat_workspaces": Setting(
+        "CITEDOCS_CHAT_WORKSPACES", {}, _workspaces,
+        "Slack and Discord: which tenant and corpus each Slack team (slack:T...) or Discord guild (discord:...) asks; others are refused",
+    ),
+    "slack_api_url": Setting("CITEDOCS_SLACK_API_URL", "https://slack.com/api/", str, "Slack's Web API (a test points it at a stand-in)"),
+    "discord_api_url": Setting("CITEDOCS_DISCORD_API_URL", "https://discord.com/api/v10", str, "Discord's HTTP API (a test points it at a stand-in)"),
     "oidc_issuer": Setting(
         "CITEDOCS_OIDC_ISSUER", None, str,
         "single sign-on: the identity provider whose JWT bearer tokens are accepted beside API keys, e.g. "
@@ -395,6 +414,9 @@ ENV_ONLY: dict[str, str] = {
     "CITEDOCS_HOME": "where the SQLite index, traces, keys, admission reports and config.toml live (default: the user data dir)",
     "CITEDOCS_CONFIG": "the config file (default: <CITEDOCS_HOME>/config.toml; an error if it names a missing file)",
     "CITEDOCS_LLM_MODEL_FILE": "where `make install-llm` puts the local model and `--backend local` loads it (sha256-checked)",
+    "CITEDOCS_SLACK_SIGNING_SECRET": "the Slack app's signing secret: requests to /integrations/slack/* are checked with it",
+    "CITEDOCS_SLACK_BOT_TOKEN": "the Slack app's bot token (xoxb-...): answers are posted with it",
+    "CITEDOCS_DISCORD_PUBLIC_KEY": "the Discord application's public key (hex): /integrations/discord/interactions checks signatures with it",
     "CITEDOCS_ASTRO_DOCS": "where `citedocs demo` finds the Astro docs (default: the copy shipped in the repository, evals/corpora/astro-docs/docs)",
     "CITEDOCS_WIDGET_SERVER": "read by `mkdocs build` of citedocs's own docs: the server whose widget every page loads "
     "(default http://127.0.0.1:8000, where `make demo-self` runs it; empty: no widget)",

@@ -24,7 +24,7 @@ from ..insights import InvalidRange
 from ..models.encoders import ModelMissing
 from ..service import EmptyQuestion, InvalidKeyOrigins, InvalidName, Services, UnknownCorpus, UnknownKey, UnknownTrace
 from ..ui.charts import insights_charts
-from . import cors, openai_facade, sync_routes
+from . import chat_apps, cors, openai_facade, sync_routes
 from .mcp_http import mount_mcp
 from .middleware import BodyLimit, ConcurrencyGate, RequestLog, SecurityHeaders
 from .openapi import BODY_ERRORS, ERRORS, GUARDED, EventStream, complete_openapi, framework_error
@@ -267,6 +267,7 @@ def create_app(services: Services | None = None) -> FastAPI:
 
     app.include_router(openai_facade.create_router(svc, _caller))
     app.include_router(sync_routes.create_router(svc, _admin_caller))
+    app.include_router(chat_apps.create_router(svc))
     mount_mcp(app, svc, _caller)
 
     if STATIC_DIR.is_dir():
