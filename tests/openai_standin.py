@@ -3,7 +3,7 @@
 It speaks the chat-completions protocol (a JSON completion, or Server-Sent Events with a final
 ``usage`` chunk when ``stream`` is true, ``GET /v1/models``) so the provider chain can be tested
 against real sockets and a real process death. Its answer is never a model's: it quotes the first
-sentence of the first ``<chunk>`` in the prompt with that chunk's id, which the citation validator
+two sentences of the first ``<chunk>`` in the prompt with that chunk's id, which the citation validator
 accepts, so what a test checks is the plumbing (fallback, retries, breakers, accounting), never
 answer quality.
 
@@ -42,8 +42,8 @@ def answer_for(messages: list[dict]) -> str:
         return "NO_ANSWER: no passage in the prompt"
     chunk_id = match.group(1).replace("&quot;", '"').replace("&amp;", "&")
     sentences = re.split(r"(?<=[.!?])\s+", " ".join(match.group(2).split()))
-    sentence = next((s for s in sentences if len(s.split()) >= 6 and s.endswith(".") and not s.startswith(("#", "<", "`"))), sentences[0])
-    return f"{sentence.rstrip('.')} [{chunk_id}]."
+    prose = [s for s in sentences if len(s.split()) >= 6 and s.endswith(".") and not s.startswith(("#", "<", "`"))] or sentences[:1]
+    return " ".join(f"{sentence.rstrip('.')} [{chunk_id}]." for sentence in prose[:2])
 
 
 def tokens(text: str) -> int:

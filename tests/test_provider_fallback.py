@@ -86,7 +86,7 @@ def sse_events(response: httpx.Response) -> list[tuple[str, dict]]:
 
 
 def test_a_provider_killed_mid_stream_restarts_the_answer_on_the_next(chain_services, tmp_path):
-    with standin(tmp_path, "first", "die:4") as (first, first_process, _), standin(tmp_path, "second") as (second, _, asked):
+    with standin(tmp_path, "first", "die:14", drip=0.05) as (first, first_process, _), standin(tmp_path, "second") as (second, _, asked):
         services = chain_services([provider("first", first), provider("second", second)])
         client = TestClient(create_app(services))
         response = client.post("/ask/stream", json={"question": QUESTION})
@@ -94,6 +94,7 @@ def test_a_provider_killed_mid_stream_restarts_the_answer_on_the_next(chain_serv
     events = sse_events(response)
     kinds = [kind for kind, _ in events]
     assert "restart" in kinds, events
+    assert "sentence" in kinds[: kinds.index("restart")]  # a validated sentence was shown, then voided
     restart = events[kinds.index("restart")][1]
     assert restart["failed"] == "first" and restart["next"] == "second"
     final = events[-1][1]
@@ -234,3 +235,21 @@ def test_a_routed_question_falls_back_to_the_other_route_when_its_model_is_down(
         trace = services.trace(services.ask(AskRequest(question=QUESTION)).trace_id)
     assert trace["route"] == "fast" and trace["provider"] == "strong"
     assert [a["provider"] for a in trace["provider_attempts"]] == ["fast"]
+
+
+def test_the_openai_facade_withdraws_in_words_what_a_dying_provider_wrote(chain_services, tmp_path):
+    from citedocs.api.openai_facade import RESTARTED
+
+    with standin(tmp_path, "first", "die:14", drip=0.05) as (first, _, _a), standin(tmp_path, "second") as (second, _, _b):
+        client = TestClient(create_app(chain_services([provider("first", first), provider("second", second)])))
+        body = {"model": "small-docs", "stream": True, "messages": [{"role": "user", "content": QUESTION}]}
+        chunks = [
+            json.loads(line.removeprefix("data: "))
+            for line in client.post("/v1/chat/completions", json=body).text.splitlines()
+            if line.startswith("data: {")
+        ]
+    content = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+    final = chunks[-1]["citedocs"]
+    assert final["refused"] is False
+    before, withdrawn, after = content.partition(RESTARTED)  # its first sentence was shown before it died
+    assert withdrawn and before.strip() and "**Sources**" not in before and "**Sources**" in after
