@@ -163,6 +163,17 @@ def test_bad_old_and_replayed_slack_signatures_are_refused(setup):
     assert len(stand_in.posts) == 1
 
 
+def test_an_event_slack_retries_is_answered_once(setup):
+    client, _, stand_in, _ = setup
+    body = mention(ANSWERABLE)
+    first, _ = slack_post(client, "/integrations/slack/events", body, "application/json")
+    retried, _ = slack_post(client, "/integrations/slack/events", body, "application/json", age_s=1)  # signed anew
+    assert first.status_code == retried.status_code == 200
+    stand_in.wait_for("posts", 1)
+    time.sleep(2)
+    assert len(stand_in.posts) == 1
+
+
 def test_a_workspace_not_mapped_to_a_tenant_gets_no_answer(setup):
     client, _, stand_in, _ = setup
     slack_post(client, "/integrations/slack/events", mention(ANSWERABLE, team="T9999"), "application/json")

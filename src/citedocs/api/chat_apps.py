@@ -6,7 +6,8 @@ the web UI's thumbs-down. A thin adapter over ``service.py``.
 ``url_verification`` handshake; ``POST /integrations/slack/interactions`` takes the buttons. Every
 request's signature is checked by the official ``slack_sdk`` ``SignatureVerifier`` (HMAC-SHA256 of
 ``v0:<timestamp>:<body>`` with the signing secret, timestamps older than 5 minutes refused), and
-each signature is accepted once (a replay is refused). The answer is posted with ``slack_sdk``'s
+each signature is accepted once (a replay is refused); an event Slack retries (same ``event_id``,
+signed anew) is answered once. The answer is posted with ``slack_sdk``'s
 ``WebClient.chat_postMessage`` into the mention's thread.
 
 **Discord** (interactions endpoint): ``POST /integrations/discord/interactions`` checks the
@@ -28,6 +29,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
 from urllib.parse import parse_qs
 
 import httpx
@@ -137,6 +139,13 @@ def create_router(services: Callable[[], Services]) -> APIRouter:
             })
         client.chat_postMessage(channel=event["channel"], thread_ts=thread, text=text, blocks=blocks)
 
+    def first_delivery(payload: dict) -> bool:
+        """Whether this ``event_id`` is new (kept a day, beside the webhooks' delivery ids)."""
+        now = datetime.now(timezone.utc)
+        stamp = lambda at: at.isoformat(timespec="seconds")  # noqa: E731
+        team, event_id = payload.get("team_id", ""), str(payload.get("event_id") or "")
+        return not event_id or services().store.record_delivery(f"slack:{team}", event_id, stamp(now), stamp(now - timedelta(days=1)))
+
     @router.post("/integrations/slack/events")
     async def slack_events(request: Request):
         body = await request.body()
@@ -147,6 +156,8 @@ def create_router(services: Callable[[], Services]) -> APIRouter:
         if payload.get("type") == "url_verification":
             return {"challenge": payload.get("challenge")}
         event = payload.get("event") or {}
+        if payload.get("type") == "event_callback" and not first_delivery(payload):
+            return {"ok": True}  # Slack retries an event it thinks was missed (newly signed): answered once
         if payload.get("type") == "event_callback" and event.get("type") == "app_mention" and not event.get("bot_id"):
             # Slack wants an answer within 3 s: acknowledge now, answer in the thread when ready
             threading.Thread(target=answer_in_slack, args=(payload.get("team_id", ""), event), daemon=True).start()
