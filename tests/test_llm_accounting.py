@@ -5,8 +5,13 @@ Against real stand-in provider processes (tests/openai_standin.py, fault injecti
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 
+from typer.testing import CliRunner
+
+from citedocs.cli import app
 from citedocs.contract import AskRequest
 
 from test_provider_fallback import QUESTION, chain_services, provider, standin  # noqa: F401 (a fixture)
@@ -32,6 +37,9 @@ def test_each_answer_costs_the_providers_own_tokens_at_the_listed_price(chain_se
     assert [r["key"] for r in spend["per_tenant"]] == ["default"] and [r["key"] for r in spend["per_corpus"]] == ["small-docs"]
     assert [r["key"] for r in spend["per_provider"]] == ["priced / priced-model"]
     assert spend["per_day"][0]["prompt_tokens"] == sum(u["prompt_tokens"] for u in reported)
+    rows = list(csv.reader(io.StringIO(CliRunner().invoke(app, ["insights", "--csv", "--no-gaps"]).output)))
+    assert ["llm_cost_usd", "total", str(spend["cost_usd"])] == rows[[r[:2] for r in rows].index(["llm_cost_usd", "total"])][:3]
+    assert ["llm_cost_usd_per_tenant", "default"] in [r[:2] for r in rows]
 
 
 def test_tokens_a_provider_does_not_report_are_estimated_and_marked(chain_services, tmp_path):
