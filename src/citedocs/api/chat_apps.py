@@ -128,6 +128,7 @@ def create_router(services: Callable[[], Services]) -> APIRouter:
         try:
             response = ask(*mapped, question)
         except Exception as exc:  # noqa: BLE001 (told in the thread, never a silent drop)
+            log.exception("a Slack question could not be answered", extra={"team": team})
             client.chat_postMessage(channel=event["channel"], thread_ts=thread, text=f"I could not answer: {exc}")
             return
         text = answer_text(response, lambda url, label: f"<{url}|{label}>")
@@ -206,10 +207,14 @@ def create_router(services: Callable[[], Services]) -> APIRouter:
                     "type": 1,
                     "components": [{"type": 2, "style": 2, "label": "👎 Not helpful", "custom_id": f"{NOT_HELPFUL}:{response.trace_id}"}],
                 }]
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 (told in the reply, never a silent drop)
+                log.exception("a Discord question could not be answered", extra={"guild": interaction.get("guild_id")})
                 content, components = f"I could not answer: {exc}", []
         url = f"{config.setting('discord_api_url').rstrip('/')}/webhooks/{interaction['application_id']}/{interaction['token']}/messages/@original"
-        httpx.patch(url, json={"content": content, "components": components}, timeout=10).raise_for_status()
+        try:
+            httpx.patch(url, json={"content": content, "components": components}, timeout=10).raise_for_status()
+        except httpx.HTTPError:
+            log.exception("the answer could not be sent to Discord", extra={"guild": interaction.get("guild_id")})
 
     @router.post("/integrations/discord/interactions")
     async def discord_interactions(request: Request):
