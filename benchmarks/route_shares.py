@@ -5,7 +5,8 @@ fare with the models this machine has (a script, not a test).
 For each held-out corpus (gates/corpus-<name>.toml: click, jinja, starlette) the docs are ingested
 into a fresh home, then every case is asked with the extractive backend (the one answerer every
 install has). Per route it prints the share of the questions that pass the retrieval gate, and of
-the answerable ones among them: answered, and answered citing an expected page. Questions the gate
+the answerable ones among them: answered, and answered citing an expected page, and the answer
+latency p50/p95 per route (wall time on this machine). Questions the gate
 refuses never reach a model, so they take no route.
 
     python benchmarks/route_shares.py [--corpora click jinja starlette] [--json out.json]
@@ -16,7 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import tempfile
+import time
 import tomllib
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -42,6 +45,7 @@ def main() -> None:
     pipeline = services.pipeline
     results: dict[str, dict] = {}
     overall: dict[str, Counter] = defaultdict(Counter)
+    latencies: dict[str, list[float]] = defaultdict(list)  # answer ms per route (extractive backend)
     for name in args.corpora:
         spec = tomllib.loads((ROOT / "gates" / f"corpus-{name}.toml").read_text())["corpus"]
         services.ingest(ROOT / spec["docs"], name, spec.get("base_url"))
@@ -58,7 +62,9 @@ def main() -> None:
                 continue
             decision = choose_route(case.question, bool(history), [h.chunk for h in result.hits], result.confidence, floor, margin)
             reasons.update(decision.reasons)
+            started = time.perf_counter()
             response = services.ask(AskRequest(question=case.question, corpus=name, history=history))
+            latencies[decision.route].append((time.perf_counter() - started) * 1000)
             row = routes[decision.route]
             row["questions"] += 1
             row["answerable"] += case.answerable
@@ -80,9 +86,13 @@ def main() -> None:
         row = overall[route]
         share = row["questions"] / routed if routed else 0.0
         answered = f"{row['answered']}/{row['answerable']}" if row["answerable"] else "-"
+        ms = latencies[route]
+        p50, p95 = (statistics.quantiles(ms, n=100, method="inclusive")[q - 1] for q in (50, 95)) if len(ms) > 1 else (None, None)
+        results["all"]["routes"].setdefault(route, {})["answer_ms"] = {"p50": p50, "p95": p95}
         print(
             f"{route}: {row['questions']} of {routed} routed questions ({share:.0%}); answerable answered {answered}, "
-            f"citing an expected page {row['answered_expected_page']}; unanswerable refused {row['unanswerable_refused']}/{row['unanswerable']}"
+            f"citing an expected page {row['answered_expected_page']}; unanswerable refused {row['unanswerable_refused']}/{row['unanswerable']}; "
+            f"answer p50 {p50 or 0:.0f} ms, p95 {p95 or 0:.0f} ms"
         )
     print(f"refused at the retrieval gate (no route): {overall['gate_refused']['questions']}")
     if args.json:
