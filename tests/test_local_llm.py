@@ -104,6 +104,20 @@ def test_the_local_model_answers_with_quotes_of_the_chunks_it_graded_relevant(se
     assert shown and all(" ".join(d["sentence"].split()) in texts[d["final_ids"][0]] for d in shown)  # the docs' words
 
 
+def test_an_answers_token_count_is_the_model_servers_own(server):
+    """Every grading call's tokens, as llama.cpp's ``usage`` counted them, are in the trace's accounting."""
+    base, _ = server
+    body = httpx.post(f"{base}/ask", json={"question": ANSWERABLE}, timeout=TIMEOUT).json()
+    trace = _trace(base, body)
+    usage = trace["llm_usage"]
+    assert usage["estimated"] is False and trace["tenant"] == "default"
+    [local] = usage["by_model"]
+    assert local["provider"] == "local" and local["calls"] == len(trace["grades"])
+    assert usage["prompt_tokens"] == sum(g["prompt_tokens"] for g in trace["grades"]) > 0
+    assert usage["completion_tokens"] == len(trace["grades"])  # one word each (max_tokens = 1)
+    assert usage["cost_usd"] == 0.0  # a local model is not in the price table
+
+
 def test_the_local_model_setup_refuses_a_question_the_docs_do_not_answer(server):
     base, _ = server
     body = httpx.post(f"{base}/ask", json={"question": OUT_OF_SCOPE}, timeout=TIMEOUT).json()

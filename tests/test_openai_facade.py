@@ -22,10 +22,12 @@ def client(integration_server) -> openai.OpenAI:
 
 
 def check_cited_reply(content: str, extra: dict) -> None:
-    """Numbered markers in the text, a Markdown sources list with one link per number, and the
-    structured citations alongside, in the same order."""
+    """Numbered markers in the text, a Markdown sources list with one link per number, the
+    structured citations alongside, in the same order, and the suggested follow-ups listed last."""
     text, _, sources = content.partition("\n\n**Sources**\n")
     assert sources, content
+    sources, _, follow_ups = sources.partition("\n\n**You could also ask**\n")
+    assert [line.removeprefix("- ") for line in follow_ups.splitlines()] == [s["question"] for s in extra["suggestions"]]
     assert "#" not in "".join(re.findall(r"\[[^\]]*\]", text))  # no raw chunk-id markers left
     numbers = sorted({int(n) for n in NUMBERED.findall(text)})
     citations = extra["citations"]

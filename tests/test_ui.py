@@ -186,6 +186,19 @@ def test_follow_up_carries_the_conversation_as_history(page, server):
     assert "--mode" in history[1]["content"] and "[guides/" not in history[1]["content"]
 
 
+def test_a_suggested_follow_up_is_a_button_that_asks_it(page, server):
+    first = ask(page, ANSWERABLE, 1)
+    buttons = first.find_elements(By.CSS_SELECTOR, ".follow-ups .follow-up")
+    recorded = trace(server, first.find_element(By.CSS_SELECTOR, ".trace-id").text)
+    assert [b.text for b in buttons] == [s["question"] for s in recorded["suggestions"]] and buttons
+    suggested = buttons[0].text
+    buttons[0].click()
+    wait(page, lambda d: len(d.find_elements(By.CSS_SELECTOR, DONE)) >= 2, f"no answer to the suggestion {suggested!r}")
+    second = page.find_elements(By.CSS_SELECTOR, ".turn")[1]
+    assert trace(server, second.find_element(By.CSS_SELECTOR, ".trace-id").text)["question"] == suggested
+    assert second.get_attribute("data-state") == "answered", second.text  # the corpus answers what it suggested
+
+
 def test_out_of_scope_question_shows_a_refusal_banner_without_sources(page, server):
     turn = ask(page, OUT_OF_SCOPE, 1)
     assert turn.get_attribute("data-state") == "refused"

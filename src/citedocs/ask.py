@@ -11,8 +11,10 @@ from datetime import datetime, timezone
 
 from . import config, telemetry
 from .contract import AskRequest, AskResponse, Citation, RefusalReason
-from .generate.base import GenerationFault, Generator
+from .generate.accounting import TenantBudgets, usage_summary
+from .generate.base import GenerationFault, Generator, Restart, UsageMeter, metered
 from .generate.grader import LlmGrader
+from .generate.routing import choose_route
 from .models.embedding_cache import question_vector
 from .privacy import redact_trace
 from .index.store import CorpusInfo, Store, StoreFull
@@ -20,6 +22,7 @@ from .retrieve.expand import PROMPT_VERSION as EXPANSION_PROMPT
 from .retrieve.expand import HypotheticalPassage
 from .retrieve.hybrid import HybridRetriever, RetrievalConfig
 from .retrieve.null_level import NullLevels
+from .retrieve.suggest import FollowUps
 from .types import Chunk, SearchHit
 from .retrieve.rewrite import standalone_query_fallback
 from .sentences import Unit, settled_units, split_units
@@ -34,9 +37,10 @@ REFUSAL_PREFIX = "I can't answer this from the {corpus} docs: "
 
 @dataclass
 class AskEvent:
-    kind: str  # "sentence" | "final"
+    kind: str  # "sentence" | "restart" | "final"
     sentence: AcceptedSentence | None = None
     response: AskResponse | None = None
+    restart: Restart | None = None  # "restart": the sentences sent so far are void, the answer starts again
 
 
 @dataclass
@@ -46,12 +50,14 @@ class _Trace:
     started_ns: int = field(default_factory=time.time_ns)
     stage_ms: dict[str, float] = field(default_factory=dict)
     spans: list[tuple[str, int, int]] = field(default_factory=list)  # (stage, start, end) in ns: OpenTelemetry's
+    meter: UsageMeter = field(default_factory=UsageMeter)  # the tokens of the answer's LLM calls
 
     def timed(self, stage: str, fn, *args):
         started = time.perf_counter()
         started_ns = time.time_ns()
         try:
-            return fn(*args)
+            with metered(self.meter):
+                return fn(*args)
         finally:
             self.stage_ms[stage] = round((time.perf_counter() - started) * 1000, 1)
             self.spans.append((stage, started_ns, time.time_ns()))
@@ -76,9 +82,10 @@ class StoreProbe:
 class _Answer:
     """One request's trace and the two ways it can end: a response or a refusal."""
 
-    def __init__(self, pipeline: AskPipeline, request: AskRequest, corpus: CorpusInfo) -> None:
+    def __init__(self, pipeline: AskPipeline, request: AskRequest, corpus: CorpusInfo, notice: str | None = None) -> None:
         self.pipeline = pipeline
         self.corpus = corpus
+        self.notice = notice
         self.trace = _Trace()
         self.trace_id = uuid.uuid4().hex
         self.question = request.question.strip()
@@ -94,11 +101,20 @@ class _Answer:
             backend=pipeline.generator.name,
             model=pipeline.generator.model,
             thresholds=pipeline.thresholds.as_dict(),
+            tenant=corpus.tenant,
+            route="default",
         )
+        if notice:
+            self.trace.payload["notice"] = notice
 
     def finish(self, response: AskResponse, raw: str | None = None, decisions: list | None = None) -> AskEvent:
         trace = self.trace
         trace.stage_ms["total"] = round((time.perf_counter() - trace.started) * 1000, 1)
+        response.notice = self.notice
+        if trace.meter.calls:
+            trace.payload["llm_usage"] = usage_summary(trace.meter)
+            if self.pipeline.budgets is not None:
+                self.pipeline.budgets.add(self.corpus.tenant, trace.payload["llm_usage"]["cost_usd"])
         trace.payload.update(
             raw_output=raw,
             validator_decisions=decisions or [],
@@ -162,6 +178,13 @@ class _Answer:
         ]
         # what each cited chunk said when it was cited: a later docs change to it is then exact to find
         self.trace.payload["cited_hashes"] = {cid: by_id[cid].hash for cid in cited}
+        follow_ups = self.pipeline.follow_ups
+        suggestions = []
+        if follow_ups is not None:
+            suggestions = self.trace.timed(
+                "suggest", follow_ups.suggest, self.corpus.name, self.corpus.version, self.question, [by_id[c] for c in cited]
+            )
+            self.trace.payload["suggestions"] = suggestions
         response = AskResponse(
             answer=validation.answer,
             citations=citations,
@@ -169,6 +192,7 @@ class _Answer:
             refusal_reason=None,
             trace_id=self.trace_id,
             corpus_version=self.corpus.version,
+            suggestions=[{k: s[k] for k in ("question", "url", "source")} for s in suggestions],
         )
         return self.finish(response, raw, validation.decisions_as_dicts())
 
@@ -187,6 +211,11 @@ class AskPipeline:
         on_trace: Callable[[dict], None] | None = None,
         grader: LlmGrader | None = None,
         expander: HypotheticalPassage | None = None,
+        budgets: TenantBudgets | None = None,
+        without_llm: AskPipeline | None = None,
+        suggestions: str = "off",
+        write_questions: Callable[[str], str] | None = None,
+        routing: bool = False,
     ) -> None:
         self.on_trace = on_trace  # called with every stored trace (metrics)
         self.store = store
@@ -197,6 +226,13 @@ class AskPipeline:
         self.thresholds = thresholds
         self.grader = grader
         self.expander = expander
+        self.budgets = budgets  # with ``without_llm``: a tenant past its daily budget is answered by that
+        self.routing = routing  # send easy and hard questions to different providers (generate/routing.py)
+        self.follow_ups = None
+        if suggestions != "off":  # ``write_questions``: an LLM's chat, used when suggestions = llm
+            writer = write_questions if suggestions == "llm" else None
+            self.follow_ups = FollowUps(store, retriever, self.null_levels, thresholds.min_retrieval_margin, writer)
+        self.without_llm = without_llm
 
     def ask(self, request: AskRequest, corpus: CorpusInfo) -> AskResponse:
         for event in self.ask_events(request, corpus):
@@ -204,8 +240,13 @@ class AskPipeline:
                 return event.response
         raise AssertionError("ask_events ended without a final event")
 
-    def ask_events(self, request: AskRequest, corpus: CorpusInfo) -> Iterator[AskEvent]:
-        run = _Answer(self, request, corpus)
+    def ask_events(self, request: AskRequest, corpus: CorpusInfo, notice: str | None = None) -> Iterator[AskEvent]:
+        if self.budgets is not None and self.without_llm is not None:
+            spent = self.budgets.exhausted(corpus.tenant)
+            if spent:
+                yield from self.without_llm.ask_events(request, corpus, f"llm_budget_exhausted: {spent}; answered without the LLM")
+                return
+        run = _Answer(self, request, corpus, notice)
         query = self._rewrite(run, request)
         hits = self._retrieve(run, query, request.top_k, self._expand(run, query))
         refusal = self._gate(run, hits)
@@ -308,7 +349,8 @@ class AskPipeline:
             nonlocal validate_s
             for unit in units:
                 started = time.perf_counter()
-                accepted = session.feed(unit)
+                with metered(trace.meter):  # the claim verifier's LLM calls
+                    accepted = session.feed(unit)
                 validate_s += time.perf_counter() - started
                 if accepted is not None:
                     trace.stage_ms.setdefault("first_sentence", round((time.perf_counter() - trace.started) * 1000, 1))
@@ -317,11 +359,24 @@ class AskPipeline:
         generate_started = time.perf_counter()
         generate_started_ns = time.time_ns()
         fed = 0
+        stream = None
+        routed = {}
+        if self.routing and hasattr(self.generator, "routed"):
+            decision = choose_route(
+                run.question, bool(history), chunks, run.confidence, trace.payload["retrieval_floor"], self.thresholds.min_retrieval_margin
+            )
+            trace.payload.update(route=decision.route, route_reasons=list(decision.reasons))
+            routed["providers"] = self.generator.routed(decision.route)
         try:
             if hasattr(self.generator, "stream"):
-                stream = self.generator.stream(run.question, chunks, history)
+                stream = self.generator.stream(run.question, chunks, history, **routed)
                 text = ""
                 for delta in stream:
+                    if isinstance(delta, Restart):  # what was shown is void: validate the next provider's answer afresh
+                        trace.payload.setdefault("restarts", []).append(delta.__dict__)
+                        yield AskEvent("restart", restart=delta)
+                        text, fed, session = "", 0, self.validator.session(chunks)
+                        continue
                     text += delta
                     settled = split_units(text) if stream.whole_units else settled_units(text)
                     yield from feed(settled[fed:])
@@ -331,18 +386,29 @@ class AskPipeline:
                 generation = self.generator.generate(run.question, chunks, history)
         except GenerationFault as fault:
             trace.stage_ms["generate"] = round((time.perf_counter() - generate_started - validate_s) * 1000, 1)
+            trace.payload["provider_attempts"] = getattr(stream, "attempts", [])
             yield run.backend_failed(fault)
             return
         trace.stage_ms["generate"] = round((time.perf_counter() - generate_started - validate_s) * 1000, 1)
         trace.spans.append(("generate", generate_started_ns, time.time_ns()))
-        trace.payload.update(prompt_version=generation.prompt_version, usage=generation.usage)
+        trace.payload.update(
+            prompt_version=generation.prompt_version,
+            usage=generation.usage,
+            backend=generation.backend,
+            model=generation.model,
+            provider=generation.provider or generation.backend,
+            provider_attempts=generation.attempts,
+        )
+        if generation.usage.get("prompt_tokens") or generation.usage.get("completion_tokens"):
+            trace.meter.add(trace.payload["provider"], generation.model, generation.usage, "answer")
         if generation.raw is not None:
             trace.payload["structured_output"] = generation.raw
 
         yield from feed(split_units(generation.text)[fed:])
         started = time.perf_counter()
         started_ns = time.time_ns()
-        validation = session.finish(generation.text)
+        with metered(trace.meter):
+            validation = session.finish(generation.text)
         trace.stage_ms["validate"] = round((validate_s + time.perf_counter() - started) * 1000, 1)
         trace.spans.append(("validate", started_ns, time.time_ns()))
         if validation.refusal is not None:

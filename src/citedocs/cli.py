@@ -714,7 +714,7 @@ def insights(
     import csv
     import sys
 
-    from .insights import InvalidRange, report_rows
+    from .insights import InvalidRange, llm_spend_rows, report_rows
     from .service import InvalidName
 
     if as_json and as_csv:
@@ -726,7 +726,7 @@ def insights(
     if as_json:
         print(json.dumps(report, indent=2))
         return
-    rows = report_rows(report)
+    rows = report_rows(report) + llm_spend_rows(report.get("llm_usage"))
     if as_csv:
         writer = csv.writer(sys.stdout)
         writer.writerow(("section", "item", "value", "detail"))

@@ -7,7 +7,9 @@ A setting comes from its environment variable if set, else from the TOML config 
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,6 +61,13 @@ def _positive_float(raw: Any) -> float:
     return value
 
 
+def _non_negative_float(raw: Any) -> float:
+    value = float(raw)
+    if not value >= 0:
+        raise ValueError("must be 0 or more")
+    return value
+
+
 def _database_url(raw: Any) -> str:
     url = str(raw)
     if not url.startswith(("postgresql://", "postgres://")):
@@ -90,6 +99,106 @@ def _choice(*options: str) -> Callable[[Any], str]:
     return parse
 
 
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+PROVIDER_KINDS = ("openai", "local", "extractive")
+ROUTES = ("any", "fast", "strong")
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """One entry of ``llm_providers``: where answers are asked for, in the order they are tried."""
+
+    name: str
+    kind: str = "openai"  # openai (any OpenAI-compatible endpoint) | local (the managed llama.cpp server) | extractive
+    base_url: str | None = None
+    model: str = "default"
+    api_key_env: str | None = None  # the environment variable holding the key (never the key itself)
+    timeout_s: float | None = None  # None: the llm_timeout setting
+    retries: int = 2  # further tries on 429, 5xx, timeouts and lost connections, with back-off
+    structured: str = "auto"
+    route: str = "any"  # fast | strong: which questions it takes when routing is on (routing.py)
+
+
+def _table_or_json(raw: Any) -> Any:
+    """A TOML value as is; an environment variable's string as JSON."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError as exc:
+            raise ValueError(f"not JSON ({exc}); in the environment write it as JSON, in config.toml as TOML") from None
+    return raw
+
+
+def _providers(raw: Any) -> tuple[ProviderSpec, ...]:
+    entries = _table_or_json(raw)
+    if not isinstance(entries, list) or not entries:
+        raise ValueError('use a list of tables, e.g. [{name = "main", base_url = "https://api.example.com/v1", model = "m", api_key_env = "MAIN_KEY"}]')
+    known = set(ProviderSpec.__dataclass_fields__)
+    specs: list[ProviderSpec] = []
+    for n, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict):
+            raise ValueError(f"entry {n} is not a table")
+        if "api_key" in entry:
+            raise ValueError(f"entry {n}: keys are never written in the config; name the environment variable that holds it (api_key_env)")
+        unknown = sorted(set(entry) - known)
+        if unknown:
+            raise ValueError(f"entry {n}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        spec = ProviderSpec(**entry)
+        if not spec.name or not isinstance(spec.name, str):
+            raise ValueError(f"entry {n} needs a name")
+        if spec.kind not in PROVIDER_KINDS:
+            raise ValueError(f"entry {n} ({spec.name}): kind must be one of {', '.join(PROVIDER_KINDS)}")
+        if spec.kind == "openai" and not spec.base_url:
+            raise ValueError(f"entry {n} ({spec.name}): an openai provider needs base_url")
+        if spec.api_key_env is not None and not _ENV_NAME.match(str(spec.api_key_env)):
+            raise ValueError(f"entry {n} ({spec.name}): api_key_env must be an environment variable's name")
+        if spec.route not in ROUTES:
+            raise ValueError(f"entry {n} ({spec.name}): route must be one of {', '.join(ROUTES)}")
+        if int(spec.retries) < 0 or (spec.timeout_s is not None and float(spec.timeout_s) <= 0):
+            raise ValueError(f"entry {n} ({spec.name}): retries must be >= 0 and timeout_s > 0")
+        specs.append(spec)
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise ValueError("provider names must be unique")
+    return tuple(specs)
+
+
+def _prices(raw: Any) -> dict[str, tuple[float, float]]:
+    """Model name -> (USD per million prompt tokens, USD per million completion tokens)."""
+    table = _table_or_json(raw)
+    if not isinstance(table, dict):
+        raise ValueError('use a table of model = {prompt = 0.15, completion = 0.6} (USD per million tokens)')
+    prices = {}
+    for model, price in table.items():
+        if not isinstance(price, dict) or set(price) != {"prompt", "completion"}:
+            raise ValueError(f"{model}: give prompt and completion, in USD per million tokens")
+        prices[str(model)] = (float(price["prompt"]), float(price["completion"]))
+        if min(prices[str(model)]) < 0:
+            raise ValueError(f"{model}: a price must not be negative")
+    return prices
+
+
+def _workspaces(raw: Any) -> dict[str, dict]:
+    """``slack:<team id>`` or ``discord:<guild id>`` -> {tenant, corpus?}."""
+    table = _table_or_json(raw)
+    if not isinstance(table, dict):
+        raise ValueError('use a table such as {"slack:T0123" = {tenant = "acme", corpus = "docs"}}')
+    for name, entry in table.items():
+        if not str(name).startswith(("slack:", "discord:")) or not isinstance(entry, dict) or "tenant" not in entry:
+            raise ValueError(f"{name}: name it slack:<team id> or discord:<guild id> and give its tenant (and corpus)")
+        if set(entry) - {"tenant", "corpus"}:
+            raise ValueError(f"{name}: only tenant and corpus are known")
+    return {str(k): dict(v) for k, v in table.items()}
+
+
+def _budgets(raw: Any) -> dict[str, float]:
+    """Tenant (or ``*``, every other tenant) -> USD a day."""
+    table = _table_or_json(raw)
+    if not isinstance(table, dict) or any(float(v) < 0 for v in table.values()):
+        raise ValueError('use a table of tenant = USD a day, e.g. {"*" = 5.0, acme = 20.0}')
+    return {str(k): float(v) for k, v in table.items()}
+
+
 @dataclass(frozen=True)
 class Setting:
     env: str
@@ -113,6 +222,43 @@ SETTINGS: dict[str, Setting] = {
         "auto",
         _choice("auto", "llamacpp", "openai", "ollama", "off"),
         "structured output for answers: auto (probe the endpoint once) | llamacpp | openai (also vLLM) | ollama | off (plain-text markers)",
+    ),
+    "llm_providers": Setting(
+        "CITEDOCS_LLM_PROVIDERS",
+        None,
+        _providers,
+        "LLM providers tried in order, each with its timeout and retries (a list of tables: name, kind = "
+        "openai | local | extractive, base_url, model, api_key_env, timeout_s, retries, structured, route); "
+        "list kind = extractive last for answers that never fail; see docs/how-to/openai-endpoint.md",
+    ),
+    "llm_routing": Setting(
+        "CITEDOCS_LLM_ROUTING", "off", _choice("off", "on"),
+        "on: easy questions go to the providers with route = fast, hard ones to route = strong (the rule: "
+        "generate/routing.py), the other route's providers next; off: every question tries the providers in order",
+    ),
+    "llm_breaker_failures": Setting(
+        "CITEDOCS_LLM_BREAKER_FAILURES", 3, _at_least_one,
+        "failed calls in a row after which a provider is skipped until a probe of it succeeds",
+    ),
+    "llm_breaker_cooldown_s": Setting(
+        "CITEDOCS_LLM_BREAKER_COOLDOWN_S", 30.0, _positive_float, "seconds a failing provider is skipped before it is probed again"
+    ),
+    "llm_max_retry_wait_s": Setting(
+        "CITEDOCS_LLM_MAX_RETRY_WAIT_S", 10.0, _positive_float,
+        "longest wait before a retry (Retry-After included); a provider asking for longer is skipped for that long instead",
+    ),
+    "llm_prices": Setting(
+        "CITEDOCS_LLM_PRICES", {}, _prices,
+        "USD per million tokens by model, e.g. {\"gpt-4o-mini\" = {prompt = 0.15, completion = 0.6}}; a model not listed costs 0",
+    ),
+    "tenant_daily_budget_usd": Setting(
+        "CITEDOCS_TENANT_DAILY_BUDGET_USD", {}, _budgets,
+        "LLM spend a tenant may reach per UTC day (\"*\": every tenant not named); beyond it answers are extractive",
+    ),
+    "suggested_questions": Setting(
+        "CITEDOCS_SUGGESTED_QUESTIONS", "docs", _choice("docs", "llm", "off"),
+        "follow-up questions after a grounded answer, each checked to retrieve above the refusal floor: docs (nearby "
+        "sections' headings) | llm (the LLM phrases them as questions; the headings fill in) | off",
     ),
     "llm_grade": Setting(
         "CITEDOCS_LLM_GRADE", "on", _choice("on", "off"), "with an LLM backend: grade retrieved chunks before generating"
@@ -170,6 +316,27 @@ SETTINGS: dict[str, Setting] = {
     ),
     "thresholds": Setting("CITEDOCS_THRESHOLDS", None, str, "path of a thresholds.toml to use instead of the bundled one"),
     "auth": Setting("CITEDOCS_AUTH", "off", _choice("off", "required"), "off | required (API keys)"),
+    "chat_workspaces": Setting(
+        "CITEDOCS_CHAT_WORKSPACES", {}, _workspaces,
+        "Slack and Discord: which tenant and corpus each Slack team (slack:T...) or Discord guild (discord:...) asks; others are refused",
+    ),
+    "slack_api_url": Setting("CITEDOCS_SLACK_API_URL", "https://slack.com/api/", str, "Slack's Web API (a test points it at a stand-in)"),
+    "discord_api_url": Setting("CITEDOCS_DISCORD_API_URL", "https://discord.com/api/v10", str, "Discord's HTTP API (a test points it at a stand-in)"),
+    "oidc_issuer": Setting(
+        "CITEDOCS_OIDC_ISSUER", None, str,
+        "single sign-on: the identity provider whose JWT bearer tokens are accepted beside API keys, e.g. "
+        "https://login.example.com/realms/docs (its /.well-known/openid-configuration names the signing keys)",
+    ),
+    "oidc_audience": Setting("CITEDOCS_OIDC_AUDIENCE", None, str, "single sign-on: the aud a token must carry (required with oidc_issuer)"),
+    "oidc_jwks_url": Setting("CITEDOCS_OIDC_JWKS_URL", None, str, "single sign-on: the JWKS URL, when the issuer publishes no discovery document"),
+    "oidc_tenant_claim": Setting("CITEDOCS_OIDC_TENANT_CLAIM", "tenant", str, "single sign-on: the claim naming the caller's tenant (a dotted path reaches a nested one)"),
+    "oidc_role_claim": Setting("CITEDOCS_OIDC_ROLE_CLAIM", "role", str, "single sign-on: the claim holding the caller's role or roles (e.g. realm_access.roles)"),
+    "oidc_admin_role": Setting("CITEDOCS_OIDC_ADMIN_ROLE", "admin", str, "single sign-on: the role that opens the admin routes; any other role is a user"),
+    "oidc_leeway_s": Setting("CITEDOCS_OIDC_LEEWAY_S", 60, _positive_int, "single sign-on: seconds of clock skew allowed on exp, nbf and iat"),
+    "oidc_jwks_refresh_s": Setting(
+        "CITEDOCS_OIDC_JWKS_REFRESH_S", 30.0, _non_negative_float,
+        "single sign-on: a token signed by an unknown key fetches the issuer's keys again at most this often (key rotation)",
+    ),
     "rate_limit_per_minute": Setting(
         "CITEDOCS_RATE_LIMIT_PER_MINUTE",
         None,
@@ -268,6 +435,9 @@ ENV_ONLY: dict[str, str] = {
     "CITEDOCS_HOME": "where the SQLite index, traces, keys, admission reports and config.toml live (default: the user data dir)",
     "CITEDOCS_CONFIG": "the config file (default: <CITEDOCS_HOME>/config.toml; an error if it names a missing file)",
     "CITEDOCS_LLM_MODEL_FILE": "where `make install-llm` puts the local model and `--backend local` loads it (sha256-checked)",
+    "CITEDOCS_SLACK_SIGNING_SECRET": "the Slack app's signing secret: requests to /integrations/slack/* are checked with it",
+    "CITEDOCS_SLACK_BOT_TOKEN": "the Slack app's bot token (xoxb-...): answers are posted with it",
+    "CITEDOCS_DISCORD_PUBLIC_KEY": "the Discord application's public key (hex): /integrations/discord/interactions checks signatures with it",
     "CITEDOCS_ASTRO_DOCS": "where `citedocs demo` finds the Astro docs (default: the copy shipped in the repository, evals/corpora/astro-docs/docs)",
     "CITEDOCS_WIDGET_SERVER": "read by `mkdocs build` of citedocs's own docs: the server whose widget every page loads "
     "(default http://127.0.0.1:8000, where `make demo-self` runs it; empty: no widget)",

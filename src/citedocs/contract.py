@@ -46,6 +46,14 @@ class Citation(BaseModel):
     text: str = Field(description="The full chunk text the claims were checked against.")
 
 
+class SuggestedQuestion(BaseModel):
+    """A follow-up the corpus can answer: retrieving it scored above the refusal floor."""
+
+    question: str
+    url: str = Field(description="The page section that best answers it (where the check's retrieval led).")
+    source: Literal["docs", "llm"] = Field(description="docs: a nearby section's place; llm: the model's phrasing.")
+
+
 class AskResponse(BaseModel):
     answer: str
     citations: list[Citation]
@@ -53,6 +61,16 @@ class AskResponse(BaseModel):
     refusal_reason: str | None
     trace_id: str
     corpus_version: str
+    suggestions: list[SuggestedQuestion] = Field(
+        default_factory=list,
+        description="Up to three follow-up questions after a grounded answer (none after a refusal), each checked to "
+        "retrieve above the corpus's refusal floor.",
+    )
+    notice: str | None = Field(
+        default=None,
+        description="Set when the answer was not written the usual way, and why: `llm_budget_exhausted: ...` "
+        "(the tenant's daily LLM budget is spent; the extractive backend answered).",
+    )
 
 
 class FeedbackRequest(BaseModel):

@@ -347,3 +347,56 @@ def report_rows(report: dict) -> list[tuple[str, str, object, str]]:
     rows.append(("affected_answer", "total", affected["count"], ""))
     rows += [("removed_corpus", name, "", "traces of a corpus that no longer exists") for name in report["removed_corpora"]]
     return rows
+
+
+# LLM accounting ------------------------------------------------------------------------------------
+def llm_spend(store: Store, where: TraceFilter) -> dict:
+    """Tokens and cost of the LLM calls in range, in total and per day, corpus, tenant, provider and
+    route, from each trace's ``llm_usage`` (generate/accounting.py). Read from the payloads, so
+    it costs one payload read per trace in range."""
+    rows = store.trace_rows(where)
+    payloads = store.trace_payloads([r.trace_id for r in rows]) if rows else {}
+    groups: dict[str, dict[str, dict]] = {"per_day": {}, "per_corpus": {}, "per_tenant": {}, "per_provider": {}, "per_route": {}}
+    totals = _spend_row()
+    for row in rows:
+        payload = payloads.get(row.trace_id) or {}
+        usage = payload.get("llm_usage")
+        if not usage:
+            continue
+        keys = {
+            "per_day": row.created_at[:10],
+            "per_corpus": row.corpus,
+            "per_tenant": str(payload.get("tenant") or "unknown"),
+            "per_route": str(payload.get("route") or "default"),
+        }
+        for name, key in keys.items():
+            _add_spend(groups[name].setdefault(key, _spend_row()), usage)
+        for model in usage.get("by_model", []):
+            _add_spend(groups["per_provider"].setdefault(f"{model['provider']} / {model['model']}", _spend_row()), model, calls=model["calls"])
+        _add_spend(totals, usage)
+    return {**totals, **{name: [{"key": k, **v} for k, v in sorted(g.items())] for name, g in groups.items()}}
+
+
+def _spend_row() -> dict:
+    return {"answers": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "estimated": False}
+
+
+def _add_spend(row: dict, usage: dict, calls: int = 1) -> None:
+    row["answers"] += calls
+    row["prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
+    row["completion_tokens"] += int(usage.get("completion_tokens") or 0)
+    row["cost_usd"] = round(row["cost_usd"] + float(usage.get("cost_usd") or 0.0), 8)
+    row["estimated"] = row["estimated"] or bool(usage.get("estimated"))
+
+
+def llm_spend_rows(spend: dict | None) -> list[tuple[str, str, object, str]]:
+    """``llm_spend`` as (section, item, value, detail) rows, like ``report_rows``."""
+    if not spend:
+        return []
+    detail = lambda r: f"{r['prompt_tokens']} prompt + {r['completion_tokens']} completion tokens" + (  # noqa: E731
+        " (some estimated)" if r["estimated"] else ""
+    )
+    rows: list[tuple[str, str, object, str]] = [("llm_cost_usd", "total", spend["cost_usd"], detail(spend))]
+    for name in ("per_day", "per_corpus", "per_tenant", "per_provider", "per_route"):
+        rows += [(f"llm_cost_usd_{name}", r["key"], r["cost_usd"], detail(r)) for r in spend[name]]
+    return rows

@@ -14,10 +14,11 @@ from urllib.parse import urlsplit
 
 from . import config, metrics, telemetry
 from .auth import NAME_PATTERN, AuthError, bearer_token, new_key_id, new_secret, secret_sha256
+from .sso import OidcVerifier, looks_like_jwt
 from .models.encoders import BiEncoder, ModelMissing, bi_encoder, corpus_dense_choice, dense_encoder, query_encoder
 from .index import copy_corpus, open_store
 from .index.store import ADMIN_SCOPE, FULL_SCOPE, PUBLISHABLE_SCOPE, AdminAction, ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store, TraceFilter
-from .insights import Insights, InsightsRange, parse_since
+from .insights import Insights, InsightsRange, llm_spend, parse_since
 from .privacy import redact
 from .models.embedding_cache import EmbeddingCache
 from .ingest.admission import approve, default_report_path, remember_policy, resolve_policy
@@ -161,6 +162,7 @@ class Services:
         answer, verifies each claim (settings llm_grade, llm_verify, llm_answer), and with
         query_expansion = hyde first writes a passage to search beside the question; the lexical support
         check is the fallback, the no-LLM rule, and the whole check of a quoted answer."""
+        from .generate.fallback import ProviderChain
         from .generate.grader import LlmGrader
         from .generate.openai_compat import OpenAICompatibleGenerator
         from .generate.quote import QuotingGenerator
@@ -168,11 +170,13 @@ class Services:
         from .retrieve.expand import HypotheticalPassage
         from .validate.entailment import LlmEntailmentChecker
 
-        checker = SupportChecker(self.encoder, self.thresholds)
+        checker = lexical = SupportChecker(self.encoder, self.thresholds)
         grader = expander = None
         quoting = isinstance(self.generator, QuotingGenerator)
         llm = self.generator.llm if quoting else self.generator
-        if isinstance(llm, OpenAICompatibleGenerator):
+        if not isinstance(llm, (OpenAICompatibleGenerator, ProviderChain)):
+            llm = None
+        else:
             judge = PassageJudge(llm)
             if config.setting("llm_verify") == "on" and not quoting:  # a quote is its chunk's own words
                 checker = LlmEntailmentChecker(judge, checker, self.thresholds.min_entailment)
@@ -181,6 +185,19 @@ class Services:
                 grader = LlmGrader(judge, self.thresholds.min_grade, required=quoting, enough=enough)
             if config.setting("query_expansion") == "hyde":
                 expander = HypotheticalPassage(llm)
+        without_llm = budgets = None
+        suggestions = config.setting("suggested_questions")
+        if llm is not None and config.setting("tenant_daily_budget_usd"):
+            # a tenant past its daily LLM budget is answered as with the extractive backend
+            from .generate.accounting import TenantBudgets
+            from .generate.extractive import ExtractiveGenerator
+
+            budgets = TenantBudgets(self.store)
+            extractive = ExtractiveGenerator(self.encoder, self.thresholds.extractive_min_sentence_score)
+            without_llm = AskPipeline(
+                self.store, self.retriever, extractive, CitationValidator(lexical), self.thresholds,
+                on_trace=metrics.observe_trace, suggestions="docs" if suggestions != "off" else "off",
+            )
         return AskPipeline(
             self.store,
             self.retriever,
@@ -190,6 +207,11 @@ class Services:
             on_trace=metrics.observe_trace,
             grader=grader,
             expander=expander,
+            budgets=budgets,
+            without_llm=without_llm,
+            suggestions=suggestions,
+            routing=config.setting("llm_routing") == "on",
+            write_questions=(lambda prompt: llm.chat([{"role": "user", "content": prompt}], 160)[0]) if llm else None,
         )
 
     def close(self) -> None:
@@ -403,7 +425,7 @@ class Services:
         # the model loads only if a trace without a kept vector (an older citedocs wrote it) is grouped
         encode = lambda texts: self.question_vectors.encode(texts)  # noqa: E731
         report = Insights(self.store, self.corpora(tenant), encode, config.setting("insights_gap_limit"))
-        return report.report(scope, gaps)
+        return {**report.report(scope, gaps), "llm_usage": llm_spend(self.store, scope.filter())}
 
     def recent_traces(self, tenant: str | None, corpus: str | None = None, limit: int = 50) -> list[dict]:
         """The newest traces (question, outcome, latency) with their feedback, newest first."""
@@ -497,9 +519,17 @@ class Services:
     def keys(self, tenant: str | None = None) -> list[ApiKey]:
         return self.store.list_api_keys(tenant)
 
+    @cached_property
+    def sso(self) -> OidcVerifier | None:
+        return OidcVerifier.from_settings()
+
     def authenticate(self, authorization: str | None) -> ApiKey:
-        """The live key behind an Authorization header, or AuthError (401 unknown, 403 revoked)."""
-        key = self.store.find_api_key(secret_sha256(bearer_token(authorization)))
+        """The live key behind an Authorization header, or AuthError (401 unknown, 403 revoked); with
+        single sign-on (``oidc_issuer``) a JWT bearer token names its caller instead (sso.py)."""
+        token = bearer_token(authorization)
+        if self.sso is not None and looks_like_jwt(token):
+            return self.sso.principal(token)
+        key = self.store.find_api_key(secret_sha256(token))
         if key is None:
             raise AuthError(401, "invalid_api_key", "this API key is not known; ask the operator for a key")
         if key.revoked_at:

@@ -24,7 +24,7 @@ from ..insights import InvalidRange
 from ..models.encoders import ModelMissing
 from ..service import EmptyQuestion, InvalidKeyOrigins, InvalidName, Services, UnknownCorpus, UnknownKey, UnknownTrace
 from ..ui.charts import insights_charts
-from . import cors, openai_facade, sync_routes
+from . import chat_apps, cors, openai_facade, sync_routes
 from .mcp_http import mount_mcp
 from .middleware import BodyLimit, ConcurrencyGate, RequestLog, SecurityHeaders
 from .openapi import BODY_ERRORS, ERRORS, GUARDED, EventStream, complete_openapi, framework_error
@@ -237,7 +237,9 @@ def create_app(services: Services | None = None) -> FastAPI:
 
     @app.post("/ask/stream", response_class=EventStream, responses={**BODY_ERRORS, **ERRORS, **GUARDED})
     def ask_stream(body: AskRequest, request: Request, tenant: Tenant) -> EventStream:
-        """Server-Sent Events: `sentence` events as sentences pass validation, then one `final` event."""
+        """Server-Sent Events: `sentence` events as sentences pass validation, then one `final` event.
+        A `restart` event means the provider writing the answer failed part-way: every sentence sent
+        before it is void, and the answer starts again (on the next provider) or ends with `final`."""
         events = svc().ask_events(body, tenant)  # validation errors surface here, before streaming starts
 
         def stream() -> Iterator[str]:
@@ -245,6 +247,9 @@ def create_app(services: Services | None = None) -> FastAPI:
                 if event.kind == "sentence":
                     data = {"text": event.sentence.text, "ids": event.sentence.ids, "rendered": event.sentence.rendered()}
                     yield f"event: sentence\ndata: {json.dumps(data)}\n\n"
+                elif event.kind == "restart":
+                    data = {"failed": event.restart.failed, "next": event.restart.provider or None, "reason": event.restart.reason}
+                    yield f"event: restart\ndata: {json.dumps(data)}\n\n"
                 else:
                     request.state.trace_id = event.response.trace_id
                     yield f"event: final\ndata: {event.response.model_dump_json()}\n\n"
@@ -262,6 +267,7 @@ def create_app(services: Services | None = None) -> FastAPI:
 
     app.include_router(openai_facade.create_router(svc, _caller))
     app.include_router(sync_routes.create_router(svc, _admin_caller))
+    app.include_router(chat_apps.create_router(svc))
     mount_mcp(app, svc, _caller)
 
     if STATIC_DIR.is_dir():

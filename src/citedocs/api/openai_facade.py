@@ -28,8 +28,10 @@ from ..service import EmptyQuestion, Services
 from .openapi import BODY_ERRORS, ERRORS, GUARDED
 
 SOURCES_HEADING = "**Sources**"
+FOLLOW_UPS_HEADING = "**You could also ask**"
 MARKER = re.compile(r"\[([^\[\]\s]+#[^\[\]\s]*/\d+)\]")  # the chunk-id markers of the contract
 WITHDRAWN = "(The text above could not be verified against the docs and is withdrawn.)"
+RESTARTED = "(The model answering failed part-way: the text above is withdrawn, and the answer starts again.)"
 
 
 class ChatMessage(BaseModel):
@@ -120,7 +122,14 @@ def reply_text(response: AskResponse) -> str:
     if response.refused:
         return response.answer
     numbering = Numbering()
-    return numbering.render(response.answer) + numbering.sources(response.citations)
+    return numbering.render(response.answer) + numbering.sources(response.citations) + follow_ups(response)
+
+
+def follow_ups(response: AskResponse) -> str:
+    """The suggested follow-up questions as a Markdown list after the sources (none: nothing)."""
+    if not response.suggestions:
+        return ""
+    return f"\n\n{FOLLOW_UPS_HEADING}\n" + "\n".join(f"- {s.question}" for s in response.suggestions)
 
 
 def create_router(services: Callable[[], Services], caller: Callable[[Request], str | None]) -> APIRouter:
@@ -188,14 +197,19 @@ def create_router(services: Callable[[], Services], caller: Callable[[Request], 
                     yield chunk({"content": piece})
                     shown, previous_code = shown + piece, code
                     continue
+                if event.kind == "restart":  # a stream cannot take text back: withdraw it in words
+                    if shown:
+                        yield chunk({"content": f"\n\n{RESTARTED}\n\n"})
+                    numbering, shown, previous_code = Numbering(), "", False
+                    continue
                 response = event.response
                 request.state.trace_id = response.trace_id
                 if response.refused:
                     tail = f"\n\n{WITHDRAWN}\n\n{response.answer}" if shown else response.answer
                 elif shown:
-                    tail = numbering.sources(response.citations)
+                    tail = numbering.sources(response.citations) + follow_ups(response)
                 else:  # a backend that answers in one piece streams no sentences
-                    tail = numbering.render(response.answer) + numbering.sources(response.citations)
+                    tail = numbering.render(response.answer) + numbering.sources(response.citations) + follow_ups(response)
                 yield chunk({"content": tail})
                 yield chunk({}, "stop", citedocs=structured(response))
             yield "data: [DONE]\n\n"

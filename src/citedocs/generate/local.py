@@ -27,7 +27,8 @@ class LocalGenerator(OpenAICompatibleGenerator):
     def __init__(self, server: ManagedServer, timeout_s: float) -> None:
         self.server = server
         endpoint = EndpointConfig(
-            base_url=server.base_url, model=MODEL_NAME, api_key=server.api_key, timeout_s=timeout_s, structured="llamacpp"
+            base_url=server.base_url, model=MODEL_NAME, api_key=server.api_key, timeout_s=timeout_s, structured="llamacpp",
+            name="local",
         )
         super().__init__(endpoint)
         self.model = MODEL_LABEL

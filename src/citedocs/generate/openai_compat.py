@@ -15,13 +15,15 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 
 import httpx
 
 from .. import config
 from ..contract import HistoryTurn
 from ..types import Chunk
-from .base import Generation, GenerationFault, GenerationStream
+from .base import Generation, GenerationFault, GenerationStream, estimated_tokens, record_usage
 from .prompt import NO_ANSWER, PROMPT_VERSION, STRUCTURED_PROMPT_VERSION, answer_messages, rewrite_messages
 from .structured import StructuredOutputError, StructuredReader, answer_schema, request_fields
 
@@ -43,6 +45,7 @@ class EndpointConfig:
     timeout_s: float = 60.0
     max_tokens: int = 512
     structured: str = "auto"  # auto | llamacpp | openai | ollama | off (see structured.request_fields)
+    name: str = "openai"  # the provider's name in traces and insights
 
     @classmethod
     def from_env(cls) -> EndpointConfig | None:
@@ -95,8 +98,13 @@ class OpenAICompatibleGenerator:
         return text
 
     def _check_status(self, response: httpx.Response) -> None:
-        if response.status_code != 200:
-            raise GenerationFault("http_error", f"{self.config.base_url} answered HTTP {response.status_code}")
+        code = response.status_code
+        if code == 200:
+            return
+        wait = retry_after_s(response.headers.get("retry-after"))
+        kind = "rate_limited" if code == 429 else "http_error"
+        asked = f" (Retry-After {wait:g}s)" if wait is not None else ""
+        raise GenerationFault(kind, f"{self.config.base_url} answered HTTP {code}{asked}", code, wait)
 
     def chat(self, messages: list[dict], max_tokens: int, extra: dict | None = None) -> tuple[str, dict]:
         """One non-streamed completion: its text and usage (``extra`` fields are added to the body)."""
@@ -114,7 +122,21 @@ class OpenAICompatibleGenerator:
             raise GenerationFault("garbage", f"malformed chat completion from {self.config.base_url}: {exc}") from exc
         if not isinstance(body, dict):
             raise GenerationFault("garbage", f"malformed chat completion from {self.config.base_url}: not an object")
+        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        if not usage.get("completion_tokens"):
+            try:
+                written = self._completion_text(body)
+            except GenerationFault:
+                written = ""
+            usage = self._estimated_usage(messages, written)
+        record_usage(self.config.name, self.config.model, usage, "judge" if max_tokens <= 1 else "chat")
         return body
+
+    @staticmethod
+    def _estimated_usage(messages: list[dict], completion: str) -> dict:
+        """The usage of a call the endpoint reported none for (``estimated``: not the endpoint's count)."""
+        prompt = "\n".join(str(m.get("content") or "") for m in messages)
+        return {"prompt_tokens": estimated_tokens(prompt), "completion_tokens": estimated_tokens(completion), "estimated": True}
 
     def probe(self) -> str | None:
         try:
@@ -206,16 +228,21 @@ class OpenAICompatibleGenerator:
                     usage.update(body.get("usage") or {} if isinstance(body, dict) else {})
                     yield self._completion_text(body)
                     return
+                finished = False
                 for line in response.iter_lines():
                     data = line.removeprefix("data:").strip() if line.startswith("data:") else None
                     if not data:
                         continue
                     if data == "[DONE]":
+                        finished = True
                         break
-                    text, event_usage = self._stream_event(data)
+                    text, event_usage, done = self._stream_event(data)
                     usage.update(event_usage)
+                    finished = finished or done
                     if text:
                         yield text
+                if not finished:  # the connection closed mid-answer: what came is not the whole answer
+                    raise GenerationFault("interrupted", f"the stream from {self.config.base_url} ended before the answer did")
 
         def deltas() -> Iterator[str]:
             if not structured:
@@ -241,15 +268,19 @@ class OpenAICompatibleGenerator:
 
         def finish(text: str) -> Generation:
             usage.pop("prompt_tokens_details", None)
+            if not usage.get("completion_tokens"):  # the endpoint sent no usage event
+                usage.update(self._estimated_usage(payload["messages"], reader.raw if structured else text))
             return self._generation(text, reader.raw if structured else None, version, usage)
 
         return GenerationStream(deltas(), finish, whole_units=structured)
 
-    def _stream_event(self, data: str) -> tuple[str, dict]:
+    def _stream_event(self, data: str) -> tuple[str, dict, bool]:
+        """The event's text, its usage, and whether it ends the answer (a ``finish_reason``)."""
         try:
             event = json.loads(data)
             choices = event.get("choices") or []
             text = (choices[0].get("delta") or {}).get("content") or "" if choices else ""
+            done = bool(choices and choices[0].get("finish_reason"))
             if not isinstance(text, str):
                 raise TypeError("delta content is not a string")
         except (ValueError, AttributeError, IndexError, TypeError) as exc:
@@ -259,7 +290,7 @@ class OpenAICompatibleGenerator:
         for key in ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "cache_n"):
             if key in timings:
                 usage[key] = round(float(timings[key]), 1)
-        return text, usage
+        return text, usage, done
 
     def rewrite_query(self, question: str, history: Sequence[HistoryTurn]) -> str | None:
         try:
@@ -268,3 +299,20 @@ class OpenAICompatibleGenerator:
             return None
         text = text.strip().strip('"').splitlines()[0] if text.strip() else ""
         return text or None
+
+
+def retry_after_s(header: str | None) -> float | None:
+    """Seconds a Retry-After header asks to wait (a number of seconds or an HTTP date), or None."""
+    if not header:
+        return None
+    try:
+        return max(0.0, float(header))
+    except ValueError:
+        pass
+    try:
+        moment = parsedate_to_datetime(header)
+    except (TypeError, ValueError):
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return max(0.0, (moment - datetime.now(timezone.utc)).total_seconds())

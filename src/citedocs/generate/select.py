@@ -5,11 +5,13 @@ from __future__ import annotations
 from .. import config
 from ..models.encoders import BiEncoder
 from .base import Generator
+from ..config import ProviderSpec
 from .extractive import ExtractiveGenerator
+from .fallback import ProviderChain, build_chain, endpoint_for
 from .openai_compat import EndpointConfig, OpenAICompatibleGenerator
 from .quote import QuotingGenerator, resolve_answer_style
 
-BACKENDS = ("extractive", "openai", "local")
+BACKENDS = ("extractive", "openai", "local", "providers")
 
 
 class BackendConfigError(ValueError):
@@ -21,9 +23,12 @@ def resolve_backend(kind: str | None) -> str:
     endpoint is in ``CITEDOCS_LLM_BASE_URL``, else extractive. A name that is not a backend, or ``openai``
     without an endpoint, is an error (checked before any model loads)."""
     endpoint = EndpointConfig.from_env()
-    kind = kind or config.setting("backend") or ("openai" if endpoint else "extractive")
+    chain = config.setting("llm_providers")
+    kind = kind or config.setting("backend") or ("providers" if chain else "openai" if endpoint else "extractive")
     if kind not in BACKENDS:
         raise BackendConfigError(f"unknown backend {kind!r}; choose one of: {', '.join(BACKENDS)}")
+    if kind == "providers" and not chain:
+        raise BackendConfigError("backend 'providers' needs the llm_providers setting (CITEDOCS_LLM_PROVIDERS): the list of providers to try")
     if kind == "openai" and endpoint is None:
         raise BackendConfigError(
             "backend 'openai' needs CITEDOCS_LLM_BASE_URL (e.g. http://localhost:8000/v1) and CITEDOCS_LLM_MODEL"
@@ -39,9 +44,24 @@ def make_generator(kind: str | None, encoder: BiEncoder, min_sentence_score: flo
     extractive = ExtractiveGenerator(encoder, min_sentence_score)
     if kind == "extractive":
         return extractive
-    style = resolve_answer_style(config.setting("llm_answer"), kind)  # a bad setting fails before the model loads
-    llm = llm_client(kind)
+    # a chain answers in the style of its first provider (a bad setting fails before the model loads)
+    first = config.setting("llm_providers")[0].kind if kind == "providers" else kind
+    style = resolve_answer_style(config.setting("llm_answer"), first)
+    llm = provider_chain(extractive) if kind == "providers" else llm_client(kind)
     return QuotingGenerator(llm, extractive) if style == "quote" else llm
+
+
+def provider_chain(extractive: ExtractiveGenerator) -> ProviderChain:
+    """The providers of ``llm_providers``, in order (fallback.py)."""
+
+    def make(spec: ProviderSpec):
+        if spec.kind == "extractive":
+            return extractive
+        if spec.kind == "local":
+            return llm_client("local")
+        return OpenAICompatibleGenerator(endpoint_for(spec))
+
+    return build_chain(config.setting("llm_providers"), make)
 
 
 def llm_client(kind: str) -> OpenAICompatibleGenerator:

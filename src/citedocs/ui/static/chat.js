@@ -380,9 +380,27 @@ export function createConversation({ container, api, corpus = () => undefined, o
       t.turn.dataset.state = "answered";
       renderInto(t, response.answer, response.citations, false);
       if (response.citations.length) t.assistant.append(sourceCards(t, response.citations));
+      if (response.suggestions && response.suggestions.length) t.assistant.append(followUps(response.suggestions));
     }
+    if (response.notice) t.assistant.append(el("p", { class: "notice", role: "note", text: noticeText(response.notice) }));
     t.assistant.append(traceFooter(response, api));
     state.exchanges.push({ question: t.question, answer: response.answer });
+  }
+
+  /** Follow-up questions the corpus can answer: each a button that asks it. */
+  function followUps(suggestions) {
+    const list = el("ul", { class: "follow-ups", "aria-label": "Follow-up questions" });
+    for (const s of suggestions) {
+      const button = el("button", { type: "button", class: "follow-up", text: s.question });
+      button.addEventListener("click", () => ask(s.question));
+      list.append(el("li", {}, button));
+    }
+    return el("div", { class: "follow-ups-block" }, el("p", { class: "follow-ups-title", text: "You could also ask" }), list);
+  }
+
+  function noticeText(notice) {
+    const [code, ...rest] = notice.split(": ");
+    return code === "llm_budget_exhausted" ? `Answered without the language model: ${rest.join(": ")}` : notice;
   }
 
   function fail(t, err) {
@@ -431,6 +449,14 @@ export function createConversation({ container, api, corpus = () => undefined, o
           t.turn.dataset.sentences = String(Number(t.turn.dataset.sentences || 0) + 1);
           t.status.hidden = true;
           renderInto(t, streamed, [], true);
+        } else if (event === "restart") {
+          // the provider writing the answer failed part-way: what was shown is void
+          streamed = "";
+          t.turn.dataset.sentences = "0";
+          t.turn.dataset.restarts = String(Number(t.turn.dataset.restarts || 0) + 1);
+          renderInto(t, "", [], true);
+          t.status.hidden = false;
+          t.status.textContent = data.next ? "The model failed part-way; answering again…" : "The model failed part-way.";
         } else if (event === "final") {
           final = data;
         }
