@@ -38,7 +38,11 @@ from .sphinx_conf import myst_options
 FORMATS = ("mdx", "mkdocs", "vitepress", "rst", "html")
 _JS_SUFFIXES = (".js", ".ts", ".mjs", ".mts", ".cjs", ".cts")
 _SNIFF_FILES = 200  # enough files to tell dialects apart without reading a huge folder
-_MKDOCS_MARKS = re.compile(r'^\s*(?:(?:!!!|\?\?\?\+?)\s+\w|===\s+"|/// \w)|^#+ .*\{ ?[#:]', re.M)
+# a heading's ``{: #id}`` is MkDocs' attribute list; a bare ``{#id}`` is written the same in VitePress
+# (translated VitePress pages pin every heading's English anchor with it), so it tells neither apart
+_MKDOCS_MARKS = re.compile(r'^\s*(?:(?:!!!|\?\?\?\+?)\s+\w|===\s+"|/// \w)|^#+ .*\{:', re.M)
+# a translated VitePress folder (docs/ru/) holds its locale's config: ``defineAdditionalConfig`` from 'vitepress'
+_VITEPRESS_IMPORT = re.compile(r"""from\s+['"]vitepress['"]""")
 _VITEPRESS_MARKS = re.compile(r"^:{3,}\s*(?:tip|info|warning|danger|details|code-group)\b|^layout: home|^<<< @/", re.M)
 
 
@@ -308,6 +312,10 @@ def _sniff(folder: Path) -> Detection | None:
         )
     family = families.pop()
     counts = ", ".join(f"{n} {k}" for k, n in kinds.most_common())
+    for locale_config in (_first(folder, "config"), _first(folder, "index")):
+        if family == "mdx" and locale_config and _VITEPRESS_IMPORT.search(locale_config.read_text(encoding="utf-8", errors="replace")):
+            reason = f"{locale_config.name} imports 'vitepress' (a translated VitePress folder); {counts} files"
+            return Detection("vitepress", folder, None, reason)
     if family != "mdx":
         return Detection(family, folder, None, f"no generator config; {counts} files")
     if kinds[".mdx"]:
