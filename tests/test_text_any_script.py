@@ -82,6 +82,8 @@ def test_pages_in_every_script_are_ingested_and_found_and_a_file_that_is_not_utf
         assert [s.path for s in report.skipped] == ["latin1.md"]
         assert "UTF-8" in report.skipped[0].reason
         assert report.files_parsed == len(pages)
+        assert report.languages == {"ru": 1, "zh": 1, "ar": 1, "he": 1, "en": 1}
+        assert any("no Snowball stemmer for he (1 pages), zh (1 pages)" in n for n in report.notes)
 
         def found(question: str) -> set[str]:
             hits = services.store.lexical_search("scripts", query_terms(question), 10)

@@ -79,3 +79,8 @@ def detect_language(text: str, default: str = "en") -> str:
     if best in candidates and confidence >= MIN_CONFIDENCE:
         return best
     return next((lang for lang, _ in ranked if lang in candidates), candidates[0])
+
+
+def known_languages() -> frozenset[str]:
+    """The languages the identifier can name."""
+    return frozenset(_ALIASES.get(lang, lang) for lang in _identifier().nb_classes)
