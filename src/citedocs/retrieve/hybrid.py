@@ -12,6 +12,7 @@ import numpy as np
 from ..models.embedding_cache import remember_question
 from ..models.encoders import LATE_INTERACTION_TOKENS, BiEncoder
 from ..index.store import Store
+from ..language import detect_language
 from ..text import query_terms
 from ..types import Chunk, ChunkId, SearchHit, StageScores
 
@@ -116,6 +117,11 @@ class HybridRetriever:
 
         reranking = config.rerank and self.reranker is not None
         models = self.corpus_models(corpus)  # one lookup of the corpus's pipeline a query
+        # a model votes on the order only in a language it reads (MiniLM: English); elsewhere its
+        # scores are kept for the trace and the refusal margin, and BM25's terms decide the order
+        language = detect_language(query)
+        dense_reads = language in (models.dense or models.query).languages
+        rerank_reads = language in models.query.languages
         encoding = None
         if config.mode in ("dense", "hybrid") or reranking:
             encoding = timed("encode", self._encode, query, models.query)
@@ -130,7 +136,8 @@ class HybridRetriever:
             semantic = timed("dense", self.dense, corpus, vector, config.candidates)
             for rank, (cid, score) in enumerate(semantic, start=1):
                 stages.setdefault(cid, {}).update(dense_rank=rank, dense_score=score)
-            rankings.append([cid for cid, _ in semantic])
+            if dense_reads or not any(rankings):  # no term matched (a question in another language): its only vote
+                rankings.append([cid for cid, _ in semantic])
 
         if expansion and config.mode == "hybrid":
             rankings += timed(
@@ -153,7 +160,7 @@ class HybridRetriever:
             # The reranker is one more vote, not the last word: its ranking is fused with the first
             # stages' (MaxSim alone over-trusts chunks that echo the question's words; see README).
             reranked = [c.id for _, c in sorted(zip(rerank_scores, chunks), key=lambda pair: -pair[0])]
-            final = reciprocal_rank_fusion([*rankings, reranked])
+            final = reciprocal_rank_fusion([*rankings, reranked] if rerank_reads else rankings)
             final_scores = [final[c.id] for c in chunks]
             confidence = max(rerank_scores)
         ranked = sorted(zip(chunks, final_scores), key=lambda pair: -pair[1])[:k]
