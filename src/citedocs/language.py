@@ -28,6 +28,11 @@ _SCRIPT_LANGUAGES = {
     "CJK": ("zh",),
 }
 _ALIASES = {"yue": "zh", "wuu": "zh"}
+# the Latin-script languages a docs site is written in; a Latin text py3langid gives another label
+# ("zxx": no language; "pcm": Nigerian Pidgin, for "See :ref:`x` for an example.") is English
+_LATIN_LANGUAGES = frozenset(
+    "en es pt fr de it nl sv da no nb fi pl cs sk sl hr bs sr ro hu tr et lv lt is ga cy eu ca gl af sq vi id ms tl sw eo".split()
+)
 MIN_CONFIDENCE = 0.5  # py3langid's normalised probability below which the script decides
 _LETTER = regex.compile(r"\p{L}")
 _CODE = regex.compile(r"`[^`]*`|\S*[/_.=:]\S*")  # code spans and identifiers say little about the language
@@ -74,8 +79,10 @@ def detect_language(text: str, default: str = "en") -> str:
     ranked = [(_ALIASES.get(lang, lang), p) for lang, p in _identifier().rank(prose if prose.strip() else text)]
     best, confidence = ranked[0]
     candidates = _SCRIPT_LANGUAGES.get(main)
-    if candidates is None:  # Latin (or a script py3langid reads as one language)
-        return best if confidence >= MIN_CONFIDENCE else ("en" if main == "LATIN" else best)
+    if main == "LATIN":
+        return best if confidence >= MIN_CONFIDENCE and best in _LATIN_LANGUAGES else "en"
+    if candidates is None:  # a script py3langid reads as one language
+        return best
     if best in candidates and confidence >= MIN_CONFIDENCE:
         return best
     return next((lang for lang, _ in ranked if lang in candidates), candidates[0])
