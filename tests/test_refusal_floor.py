@@ -108,7 +108,7 @@ def test_a_corpus_being_measured_does_not_hold_up_another_corpus_first_question(
     finally:
         retriever.release.set()
         slow.join(timeout=10)
-    assert ("python-html", "v1") in levels._levels
+    assert ("python-html", "v1", "en") in levels._levels
 
 
 def test_a_russian_question_is_measured_against_russian_probes_too_and_an_english_corpus_keeps_its_floor(services):

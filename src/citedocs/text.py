@@ -22,6 +22,7 @@ backend, the question gate, the support check and the eval's judge compare.
 from __future__ import annotations
 
 import functools
+import re
 import threading
 import unicodedata
 
@@ -35,7 +36,10 @@ _CJK_CLASS = r"\p{Han}\p{Hiragana}\p{Katakana}\u30fc"
 _CJK_RUN = regex.compile(rf"[{_CJK_CLASS}]+")
 _RAW = regex.compile(r"-{0,2}[\w$@][\w$@.:/\-]*")
 _PART = regex.compile(r"[^\W_]+")
-_CAMEL = regex.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_CAMEL = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+# the same two patterns for ASCII text, where ``re`` gives the same matches about three times faster
+_RAW_ASCII = re.compile(r"-{0,2}[\w$@][\w$@.:/\-]*", re.ASCII)
+_PART_ASCII = re.compile(r"[A-Za-z0-9]+")
 _MARK = regex.compile(r"\p{M}+")
 
 STOPWORDS = frozenset(
@@ -101,18 +105,21 @@ def _normalized(text: str) -> str:
 
 def search_terms(text: str, language: str | None = None) -> list[str]:
     terms: list[str] = []
-    for raw in _RAW.findall(_normalized(text)):
-        if _CJK_RUN.fullmatch(raw):
+    text = _normalized(text)
+    ascii_text = text.isascii()
+    raw_pattern, part_pattern = (_RAW_ASCII, _PART_ASCII) if ascii_text else (_RAW, _PART)
+    for raw in raw_pattern.findall(text):
+        if not ascii_text and _CJK_RUN.fullmatch(raw):
             terms.extend(_bigrams(raw))
             continue
-        words = _PART.findall(raw)
+        words = part_pattern.findall(raw)
         if not words:
             continue
         parts = [w.lower() if w.isascii() else _word_term(w, language) for w in words]
         terms.extend(parts)
         if len(parts) > 1:
             terms.append("_".join(parts))
-        for word in filter(str.isascii, words):
+        for word in words if ascii_text else filter(str.isascii, words):
             pieces = _CAMEL.findall(word)
             if len(pieces) > 1:
                 terms.extend(p.lower() for p in pieces)
