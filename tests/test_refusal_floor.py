@@ -111,12 +111,13 @@ def test_a_corpus_being_measured_does_not_hold_up_another_corpus_first_question(
     assert ("python-html", "v1", "en") in levels._levels
 
 
-def test_a_russian_question_is_measured_against_russian_probes_too_and_an_english_corpus_keeps_its_floor(services):
+def test_a_russian_question_is_measured_against_russian_probes_and_an_english_one_as_before(services):
     pipeline, version = services.pipeline, services.corpus("small").version
     english = pipeline.null_levels.level("small", version)
+    assert [key[2] for key in pipeline.null_levels._levels] == ["en"]
     russian = pipeline.null_levels.level("small", version, "ru")
-    assert {key[2] for key in pipeline.null_levels._levels} == {"en", "ru"}
-    assert russian >= english  # the higher of the two floors
+    assert russian == pipeline.null_levels._levels[("small", version, "ru")]
+    assert pipeline.null_levels._kinds[("small", version, "ru")] == "terms"  # MiniLM cannot read Russian
     assert pipeline.null_levels.level("small", version, "en") == english
 
 
@@ -126,15 +127,17 @@ def test_a_russian_corpus_is_measured_with_russian_probes(tmp_home: Path, tmp_pa
     docs = Path(__file__).resolve().parents[1] / "evals" / "corpora" / "vitepress-i18n-docs" / "docs" / "ru" / "reference"
     folder = tmp_path / "ru"
     folder.mkdir()
-    for name in ("default-theme-sidebar.md", "cli.md"):
-        (folder / name).write_text((docs / name).read_text(encoding="utf-8"), encoding="utf-8")
+    for name in ("default-theme-sidebar.md", "cli.md", "../config.ts"):  # the locale config: a VitePress folder
+        (folder / Path(name).name).write_text((docs / name).read_text(encoding="utf-8"), encoding="utf-8")
     services = Services.open(backend="extractive")
     try:
         services.ingest(folder, "ru", "https://vitepress.dev/ru/reference/")
         levels = services.pipeline.null_levels
         version = services.corpus("ru").version
-        floor = levels.level("ru", version)
+        assert levels.level("ru", version, "ru") == levels._levels[("ru", version, "ru")]
         assert levels._corpus_languages[("ru", version)] == "ru"
-        assert floor == max(levels._levels[("ru", version, "en")], levels._levels[("ru", version, "ru")])
+        hit = services.retriever.retrieve("ru", "Как сделать группы в боковой панели сворачиваемыми?", 8, RetrievalConfig())
+        assert hit.confidence_kind == "terms" and hit.confidence > levels._levels[("ru", version, "ru")]
+        assert "collapsible-sidebar-groups" in [h.chunk.anchor for h in hit.hits[:3]]
     finally:
         services.store.close()

@@ -34,7 +34,8 @@ _LATIN_LANGUAGES = frozenset(
     "en es pt fr de it nl sv da no nb fi pl cs sk sl hr bs sr ro hu tr et lv lt is ga cy eu ca gl af sq vi id ms tl sw eo".split()
 )
 MIN_CONFIDENCE = 0.5  # py3langid's normalised probability below which the script decides
-_LETTER = regex.compile(r"\p{L}")
+# a unit of text: one Chinese or Japanese character (about a word's worth), or one word of any other script
+_UNIT = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}]|[^\W\d_]+")
 _CODE = regex.compile(r"`[^`]*`|\S*[/_.=:]\S*")  # code spans and identifiers say little about the language
 _lock = threading.Lock()
 
@@ -46,8 +47,9 @@ def script(char: str) -> str:
 
 
 def dominant_script(text: str) -> str:
-    """The script most of the text's letters are written in ("" when it has none)."""
-    counts = Counter(script(c) for c in _LETTER.findall(text))
+    """The script most of the text's words are written in, a Chinese or Japanese character counting as
+    a word ("" when it has none): "如何在 VitePress 中部署到 Heroku？" is Chinese."""
+    counts = Counter(script(unit[0]) for unit in _UNIT.findall(text))
     if not counts:
         return ""
     if counts.get("HIRAGANA") or counts.get("KATAKANA"):

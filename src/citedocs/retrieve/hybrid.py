@@ -13,7 +13,7 @@ from ..models.embedding_cache import remember_question
 from ..models.encoders import LATE_INTERACTION_TOKENS, BiEncoder
 from ..index.store import Store
 from ..language import detect_language
-from ..text import query_terms
+from ..text import content_terms, query_terms
 from ..types import Chunk, ChunkId, SearchHit, StageScores
 
 RRF_K = 60  # the constant from Cormack et al.; it damps the weight of top ranks
@@ -48,6 +48,17 @@ class RetrievalResult:
     hits: list[SearchHit]
     confidence: float  # best rerank (MaxSim) similarity; what the refusal threshold is calibrated on
     stage_ms: dict[str, float] = field(default_factory=dict)
+    # "maxsim"; "terms" where the reranker cannot read the question's language: the largest share of
+    # the question's content terms that one candidate holds (a floor is compared on the same kind)
+    confidence_kind: str = "maxsim"
+
+
+def term_coverage(query: str, chunks: list[Chunk]) -> float:
+    """The largest share of the question's content terms that one chunk (title, headings, text) holds."""
+    wanted = content_terms(query)
+    if not wanted:
+        return 0.0
+    return max((len(wanted & content_terms(f"{c.title} {' '.join(c.heading_path)} {c.text}")) / len(wanted) for c in chunks), default=0.0)
 
 
 def reciprocal_rank_fusion(rankings: list[list[ChunkId]], k: int = RRF_K) -> dict[ChunkId, float]:
@@ -162,7 +173,8 @@ class HybridRetriever:
             reranked = [c.id for _, c in sorted(zip(rerank_scores, chunks), key=lambda pair: -pair[0])]
             final = reciprocal_rank_fusion([*rankings, reranked] if rerank_reads else rankings)
             final_scores = [final[c.id] for c in chunks]
-            confidence = max(rerank_scores)
+            confidence = max(rerank_scores) if rerank_reads else term_coverage(query, chunks)
         ranked = sorted(zip(chunks, final_scores), key=lambda pair: -pair[1])[:k]
         hits = [SearchHit(chunk=c, score=float(s), stages=StageScores(**stages[c.id])) for c, s in ranked]
-        return RetrievalResult(query=query, hits=hits, confidence=float(confidence), stage_ms=timings)
+        kind = "maxsim" if rerank_reads or not (reranking and chunks) else "terms"
+        return RetrievalResult(query=query, hits=hits, confidence=float(confidence), stage_ms=timings, confidence_kind=kind)

@@ -12,10 +12,13 @@ The floor is measured, never fitted: the median best MaxSim of ``NULL_PROBES``, 
 no software documentation answers, retrieved exactly as a user's question is. It is computed once
 per corpus version and language (about 20 retrievals each) and kept in memory.
 
-Probes are asked in the corpus's own language (told by the chunks the English probes retrieve) and in
-the question's, where ``null_probes.py`` has them: off-topic Russian questions match Russian docs far
-better than off-topic English ones do, so an English-only floor answers them. The floor is the higher
-of the two; an English question over English docs is measured exactly as before.
+Probes are asked in the question's language, where ``null_probes.py`` has them (else in English),
+and in the corpus's own language (told by the chunks the English probes retrieve) when its
+confidence is of the same kind: off-topic Russian questions match Russian docs far better than
+off-topic English ones do, so an English-only floor answers them. Where the reranker cannot read a
+language, confidence is the share of the question's terms one candidate holds
+(``hybrid.term_coverage``), and its floor is measured the same way. The floor is the higher of the
+two; an English question over English docs is measured exactly as before.
 """
 
 from __future__ import annotations
@@ -48,13 +51,18 @@ class NullLevels:
         self._locks_lock = threading.Lock()
 
         self._corpus_languages: dict[tuple[str, str], str] = {}
+        self._kinds: dict[tuple[str, str, str], str] = {}
 
     def level(self, corpus: str, version: str, question_language: str = "en") -> float:
         """The corpus's floor for a question in ``question_language``."""
-        languages = {"en", self._corpus_language(corpus, version)}
-        if question_language in NULL_PROBES:
-            languages.add(question_language)
-        return max(self._level(corpus, version, language) for language in sorted(languages))
+        asked = question_language if question_language in NULL_PROBES else "en"
+        levels = [self._level(corpus, version, asked)]
+        own = self._corpus_language(corpus, version)
+        if own in NULL_PROBES and own != asked:
+            level = self._level(corpus, version, own)
+            if self._kinds[(corpus, version, own)] == self._kinds[(corpus, version, asked)]:
+                levels.append(level)
+        return max(levels)
 
     def _corpus_language(self, corpus: str, version: str) -> str:
         self._level(corpus, version, "en")  # measured first: its retrievals show the corpus's text
@@ -68,6 +76,7 @@ class NullLevels:
             if key not in self._levels:
                 results = [self._retriever.retrieve(corpus, probe, 1, RetrievalConfig()) for probe in NULL_PROBES[language]]
                 self._levels[key] = statistics.median(r.confidence if r.hits else 0.0 for r in results)
+                self._kinds[key] = results[0].confidence_kind
                 if language == "en":
                     sample = " ".join(r.hits[0].chunk.text[:500] for r in results if r.hits)[: 500 * _LANGUAGE_SAMPLE]
                     self._corpus_languages[(corpus, version)] = detect_language(sample) if sample else "en"
