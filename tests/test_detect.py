@@ -142,3 +142,27 @@ def test_a_vitepress_heading_without_an_id_keeps_its_letters_in_every_script():
     assert vitepress_slug("Боковая панель: настройка") == "боковая-панель-настроика"  # NFKD drops the breve of й, as VitePress does
     assert vitepress_slug("侧边栏 配置") == "侧边栏-配置"
     assert vitepress_slug("الشريط الجانبي") == "الشريط-الجانبي"
+
+
+def test_a_docusaurus_translation_folder_is_the_sites_pages_under_its_language(tmp_path):
+    site = tmp_path / "site"
+    (site / "docs").mkdir(parents=True)
+    (site / "docusaurus.config.js").write_text("module.exports = { url: 'https://example.org', baseUrl: '/' };\n")
+    current = site / "i18n" / "ru" / "docusaurus-plugin-content-docs" / "current"
+    current.mkdir(parents=True)
+    (current / "intro.md").write_text("# Введение\n\n:::tip Совет\nБоковая панель.\n:::\n", encoding="utf-8")
+    found = detect(current)
+    assert found.format == "mdx" and found.site.docusaurus is not None
+    assert found.docs_dir == current.resolve() and found.base_url == "https://example.org/ru/"
+    assert "ru translation" in found.reason and "Docusaurus" in found.reason
+
+
+def test_a_starlight_language_folder_is_the_sites_pages_under_its_language(tmp_path):
+    site = tmp_path / "site"
+    folder = site / "src" / "content" / "docs" / "zh-cn"
+    folder.mkdir(parents=True)
+    (site / "astro.config.mjs").write_text("export default defineConfig({ site: 'https://example.org' });\n")
+    (folder / "start.mdx").write_text("# 开始\n\n侧边栏。\n", encoding="utf-8")
+    found = detect(folder)
+    assert found.format == "mdx" and found.docs_dir == folder.resolve()
+    assert found.base_url == "https://example.org/zh-cn/" and "zh-cn translation" in found.reason

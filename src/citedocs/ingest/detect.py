@@ -237,6 +237,26 @@ def _astro(folder: Path, config: Path) -> Detection:
     return Detection("mdx", docs if docs.is_dir() else folder, site_url, reason)
 
 
+def _translated(path: Path) -> Detection | None:
+    """A translation folder of a site whose config sits further up: Docusaurus's
+    ``i18n/<lang>/docusaurus-plugin-content-docs/current`` or Starlight's ``src/content/docs/<lang>``.
+    Its pages are the site's, served under ``<lang>/``."""
+    path = path.resolve()
+    parents = path.parents
+    if len(parents) >= 4 and parents[0].name.startswith("docusaurus-plugin-content-docs") and parents[2].name == "i18n":
+        config, lang = _first(parents[3], "docusaurus.config"), parents[1].name
+        found = _docusaurus(parents[3], config) if config else None
+    elif len(parents) >= 4 and (parents[2].name, parents[1].name, parents[0].name) == ("src", "content", "docs"):
+        config, lang = _first(parents[3], "astro.config"), path.name
+        found = _astro(parents[3], config) if config else None
+    else:
+        return None
+    if found is None:
+        return None
+    base_url = f"{found.base_url.rstrip('/')}/{lang}/" if found.base_url else None
+    return replace(found, docs_dir=path, base_url=base_url, reason=f"the {lang} translation of the site of {found.reason}", from_config=True)
+
+
 def _first(folder: Path, stem: str) -> Path | None:
     return next((folder / f"{stem}{s}" for s in _JS_SUFFIXES if (folder / f"{stem}{s}").is_file()), None)
 
@@ -352,6 +372,9 @@ def detect(path: Path) -> Detection:
     if found:
         detection = found[0]
         return Detection(detection.format, detection.docs_dir, detection.base_url, f"found {detection.reason}", detection.site, True)
+    translated = _translated(path)
+    if translated:
+        return replace(translated, reason=f"found {translated.reason}")
     sniffed = _sniff(path)
     return sniffed or Detection("mdx", path, None, "no docs files found")
 
