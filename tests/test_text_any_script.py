@@ -3,6 +3,7 @@ follow-up detection and the eval's judge all read (``citedocs/text.py``)."""
 
 from __future__ import annotations
 
+import pytest
 import snowballstemmer
 
 from citedocs.index.fts5_postings import Fts5Tokenizer
@@ -63,7 +64,8 @@ def test_languages_are_detected_by_script_and_by_model():
     assert detect_language("`vite.config.ts`") == "en"
 
 
-def test_pages_in_every_script_are_ingested_and_found_and_a_file_that_is_not_utf8_is_reported(tmp_path):
+@pytest.mark.parametrize("store_backend", ["sqlite", "postgres"])
+def test_pages_in_every_script_are_ingested_and_found_and_a_file_that_is_not_utf8_is_reported(tmp_home, tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
     pages = {
@@ -76,7 +78,7 @@ def test_pages_in_every_script_are_ingested_and_found_and_a_file_that_is_not_utf
     for name, text in pages.items():
         (docs / name).write_text(text, encoding="utf-8")
     (docs / "latin1.md").write_bytes("# Café\n\nLe café est prêt.\n".encode("latin-1"))
-    services = Services.open(tmp_path / "home" / "citedocs.sqlite3")
+    services = Services.open()
     try:
         report = services.ingest(docs, "scripts", "https://example.org/")
         assert [s.path for s in report.skipped] == ["latin1.md"]
