@@ -139,7 +139,7 @@ def raw_tokens(text: str) -> list[str]:
 def query_terms(text: str, language: str | None = None) -> list[str]:
     """Distinct search terms of a question, stopwords removed (unless nothing else is left)."""
     terms = list(dict.fromkeys(search_terms(text, language)))
-    content = [t for t in terms if t not in STOPWORDS and t not in foreign_stop_terms()]
+    content = [t for t in terms if t not in STOPWORDS and (t.isascii() or t not in foreign_stop_terms())]
     return content or terms
 
 
@@ -165,7 +165,8 @@ def normalize_term(term: str) -> str:
 @functools.cache
 def foreign_stop_terms() -> frozenset[str]:
     """The stopwords (stopwords-iso) of the languages non-ASCII words are read in, as index terms.
-    ASCII words keep the English list above, so English text is read as it always was."""
+    ASCII words keep the English list above, so English text is read as it always was (and never
+    loads these lists: about a second, once per process)."""
     terms: set[str] = set()
     for language in {*SCRIPT_LANGUAGE.values(), *_LANGUAGE_SCRIPT, *SNOWBALL}:
         if language != "en" and stopwordsiso.has_lang(language):
@@ -185,7 +186,8 @@ def content_terms(text: str) -> frozenset[str]:
 def content_sequence(text: str, keep: frozenset[str] = frozenset()) -> tuple[str, ...]:
     """The content terms in the order the text says them (compounds and camelCase pieces included),
     and the terms in ``keep`` even where they are stopwords."""
-    stop = foreign_stop_terms()
     return tuple(
-        normalize_term(t) for t in search_terms(text) if t in keep or (t not in STOPWORDS and t not in stop and len(t) > 1)
+        normalize_term(t)
+        for t in search_terms(text)
+        if t in keep or (t not in STOPWORDS and len(t) > 1 and (t.isascii() or t not in foreign_stop_terms()))
     )
