@@ -64,7 +64,7 @@ def answered_levels(services: Services, corpus: str) -> dict:
 
 def null_distribution(services: Services, corpus: str) -> dict:
     scores = []
-    for probe in NULL_PROBES:
+    for probe in NULL_PROBES["en"]:
         result = services.retriever.retrieve(corpus, probe, 1, RetrievalConfig())
         scores.append(result.confidence if result.hits else 0.0)
     return {

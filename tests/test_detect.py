@@ -113,3 +113,56 @@ def test_cli_names_an_unknown_format_and_the_known_ones(tmp_home, tmp_path):
     assert result.exit_code == 2, out
     assert "unknown docs format 'asciidoc'" in out and "mdx, mkdocs, vitepress, rst, html" in out
     assert "a" not in [c.name for c in open_store().list_corpora()]
+
+
+I18N_DOCS = Path(__file__).resolve().parent.parent / "evals" / "corpora" / "vitepress-i18n-docs" / "docs"
+
+
+@pytest.mark.parametrize("language", ["ru", "zh"])
+def test_a_translated_vitepress_folder_is_vitepress_with_its_headings_anchored_as_vitepress_does(language):
+    found = detect(I18N_DOCS / language)
+    assert found.format == "vitepress" and "config.ts imports 'vitepress'" in found.reason
+    plan = plan_ingest(I18N_DOCS / language, None, f"https://vitepress.dev/{language}/", None, "https://example.org/")
+    pages = {p.doc_path: p for p in plan.pages()}
+    anchors = {s.heading_path[-1]: s.anchor for s in pages["guide/markdown.md"].sections if s.heading_path}
+    # every translated heading pins the English page's anchor with {#id}
+    assert anchors[{"ru": "Пользовательские якоря", "zh": "自定义锚点"}[language]] == "custom-anchors"
+    assert pages["reference/site-config.md"].url == f"https://vitepress.dev/{language}/reference/site-config"
+
+
+def test_explicit_heading_ids_alone_do_not_make_a_folder_mkdocs(tmp_path):
+    (tmp_path / "a.md").write_text("# Начало {#start}\n\n## Настройка {#setup}\n\nТекст.\n\n::: tip\nСовет.\n:::\n", encoding="utf-8")
+    (tmp_path / "b.md").write_text("# Тема {#theme}\n\n## Цвета {#colors}\n\nТекст.\n", encoding="utf-8")
+    assert detect(tmp_path).format == "vitepress"
+
+
+def test_a_vitepress_heading_without_an_id_keeps_its_letters_in_every_script():
+    from citedocs.ingest.slugs import vitepress_slug
+
+    assert vitepress_slug("Боковая панель: настройка") == "боковая-панель-настроика"  # NFKD drops the breve of й, as VitePress does
+    assert vitepress_slug("侧边栏 配置") == "侧边栏-配置"
+    assert vitepress_slug("الشريط الجانبي") == "الشريط-الجانبي"
+
+
+def test_a_docusaurus_translation_folder_is_the_sites_pages_under_its_language(tmp_path):
+    site = tmp_path / "site"
+    (site / "docs").mkdir(parents=True)
+    (site / "docusaurus.config.js").write_text("module.exports = { url: 'https://example.org', baseUrl: '/' };\n")
+    current = site / "i18n" / "ru" / "docusaurus-plugin-content-docs" / "current"
+    current.mkdir(parents=True)
+    (current / "intro.md").write_text("# Введение\n\n:::tip Совет\nБоковая панель.\n:::\n", encoding="utf-8")
+    found = detect(current)
+    assert found.format == "mdx" and found.site.docusaurus is not None
+    assert found.docs_dir == current.resolve() and found.base_url == "https://example.org/ru/"
+    assert "ru translation" in found.reason and "Docusaurus" in found.reason
+
+
+def test_a_starlight_language_folder_is_the_sites_pages_under_its_language(tmp_path):
+    site = tmp_path / "site"
+    folder = site / "src" / "content" / "docs" / "zh-cn"
+    folder.mkdir(parents=True)
+    (site / "astro.config.mjs").write_text("export default defineConfig({ site: 'https://example.org' });\n")
+    (folder / "start.mdx").write_text("# 开始\n\n侧边栏。\n", encoding="utf-8")
+    found = detect(folder)
+    assert found.format == "mdx" and found.docs_dir == folder.resolve()
+    assert found.base_url == "https://example.org/zh-cn/" and "zh-cn translation" in found.reason

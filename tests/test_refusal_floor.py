@@ -31,19 +31,19 @@ def services(tmp_home: Path, tmp_path: Path):
 def test_the_floor_is_the_median_match_of_everyday_questions_measured_once_per_corpus_version(services, tmp_path):
     pipeline, version = services.pipeline, services.corpus("small").version
     expected = statistics.median(
-        services.retriever.retrieve("small", probe, 1, RetrievalConfig()).confidence for probe in NULL_PROBES
+        services.retriever.retrieve("small", probe, 1, RetrievalConfig()).confidence for probe in NULL_PROBES["en"]
     )
     assert pipeline.null_levels.level("small", version) == pytest.approx(expected)
-    assert list(pipeline.null_levels._levels) == [("small", version)]  # measured once, then kept
+    assert list(pipeline.null_levels._levels) == [("small", version, "en")]  # measured once, then kept
     pipeline.null_levels.level("small", version)
-    assert list(pipeline.null_levels._levels) == [("small", version)]
+    assert list(pipeline.null_levels._levels) == [("small", version, "en")]
 
     copy_astro_pages(tmp_path / "docs", ("guides/deploy/netlify.mdx",))
     services.ingest(tmp_path / "docs", "small", URL)
     new_version = services.corpus("small").version
     assert new_version != version
     services.ask(AskRequest(question="How do I deploy to Netlify?", corpus="small"))
-    assert ("small", new_version) in pipeline.null_levels._levels  # a new version is measured anew
+    assert ("small", new_version, "en") in pipeline.null_levels._levels  # a new version is measured anew
 
 
 def test_a_question_no_closer_than_everyday_ones_is_refused_and_says_how_far_above_the_floor(services):
@@ -104,8 +104,40 @@ def test_a_corpus_being_measured_does_not_hold_up_another_corpus_first_question(
         other.start()
         other.join(timeout=5)
         assert not other.is_alive(), "the other corpus's floor waited behind the one being measured"
-        assert ("starlette", "v1") in levels._levels and ("python-html", "v1") not in levels._levels
+        assert ("starlette", "v1", "en") in levels._levels and ("python-html", "v1", "en") not in levels._levels
     finally:
         retriever.release.set()
         slow.join(timeout=10)
-    assert ("python-html", "v1") in levels._levels
+    assert ("python-html", "v1", "en") in levels._levels
+
+
+def test_a_russian_question_is_measured_against_russian_probes_and_an_english_one_as_before(services):
+    pipeline, version = services.pipeline, services.corpus("small").version
+    english = pipeline.null_levels.level("small", version)
+    assert [key[2] for key in pipeline.null_levels._levels] == ["en"]
+    russian = pipeline.null_levels.level("small", version, "ru")
+    assert russian == pipeline.null_levels._levels[("small", version, "ru")]
+    assert pipeline.null_levels._kinds[("small", version, "ru")] == "terms"  # MiniLM cannot read Russian
+    assert pipeline.null_levels.level("small", version, "en") == english
+
+
+def test_a_russian_corpus_is_measured_with_russian_probes(tmp_home: Path, tmp_path: Path):
+    from citedocs.service import Services
+
+    docs = Path(__file__).resolve().parents[1] / "evals" / "corpora" / "vitepress-i18n-docs" / "docs" / "ru" / "reference"
+    folder = tmp_path / "ru"
+    folder.mkdir()
+    for name in ("default-theme-sidebar.md", "cli.md", "../config.ts"):  # the locale config: a VitePress folder
+        (folder / Path(name).name).write_text((docs / name).read_text(encoding="utf-8"), encoding="utf-8")
+    services = Services.open(backend="extractive")
+    try:
+        services.ingest(folder, "ru", "https://vitepress.dev/ru/reference/")
+        levels = services.pipeline.null_levels
+        version = services.corpus("ru").version
+        assert levels.level("ru", version, "ru") == levels._levels[("ru", version, "ru")]
+        assert levels._corpus_languages[("ru", version)] == "ru"
+        hit = services.retriever.retrieve("ru", "Как сделать группы в боковой панели сворачиваемыми?", 8, RetrievalConfig())
+        assert hit.confidence_kind == "terms" and hit.confidence > levels._levels[("ru", version, "ru")]
+        assert "collapsible-sidebar-groups" in [h.chunk.anchor for h in hit.hits[:3]]
+    finally:
+        services.store.close()

@@ -18,6 +18,7 @@ from .generate.routing import choose_route
 from .models.embedding_cache import question_vector
 from .privacy import redact_trace
 from .index.store import CorpusInfo, Store, StoreFull
+from .language import detect_language
 from .retrieve.expand import PROMPT_VERSION as EXPANSION_PROMPT
 from .retrieve.expand import HypotheticalPassage
 from .retrieve.hybrid import HybridRetriever, RetrievalConfig
@@ -95,6 +96,7 @@ class _Answer:
             trace_id=self.trace_id,
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             question=self.question,
+            question_language=detect_language(self.question),  # what the refusal and UI strings are read in
             history=[t.model_dump() for t in request.history],
             corpus=corpus.name,
             corpus_version=corpus.version,
@@ -302,7 +304,9 @@ class AskPipeline:
 
     def _gate(self, run: _Answer, hits: list[SearchHit]) -> AskEvent | None:
         """Refusals decided before any generation: weak retrieval, or terms the docs never mention."""
-        floor = run.trace.timed("null_level", self.null_levels.level, run.corpus.name, run.corpus.version)
+        floor = run.trace.timed(
+            "null_level", self.null_levels.level, run.corpus.name, run.corpus.version, run.trace.payload["question_language"]
+        )
         run.trace.payload["retrieval_floor"] = floor
         if run.confidence - floor < self.thresholds.min_retrieval_margin:
             return run.refuse(

@@ -170,6 +170,7 @@ def _run_ingest(
         f"({result.files_parsed} parsed, {len(result.skipped)} skipped){noted}; chunks: {result.added} added, "
         f"{result.changed} changed, {result.removed} removed, {result.unchanged} unchanged "
         f"in {result.seconds:.1f}s; dense model {result.dense_model}; owned by tenant {tenant}"
+        + (f"; pages by language: {', '.join(f'{lang} {n}' for lang, n in result.languages.most_common())}" if result.languages else "")
     )
     remembered = " (remembered for this corpus)" if admission is None and result.policy != "default" else ""
     rejected = ", ".join(f"{n} {reason}" for reason, n in sorted(result.rejected_by_reason().items())) or "none"

@@ -10,7 +10,7 @@ from ..text import search_terms
 from ..types import Chunk
 from ..markers import parse_markers
 from ..text import content_terms
-from ..validate.support import specific_terms
+from ..validate.support import in_evidence, specific_terms
 
 
 def answer_sentences(answer: str) -> list[tuple[str, list[str]]]:
@@ -38,7 +38,7 @@ def lexical_entailment(claim: str, evidence: list[Chunk], min_coverage: float = 
         return False
     coverage = len(claim_terms & evidence_terms) / len(claim_terms)
     evidence_all = set(search_terms(text)) | evidence_terms
-    return coverage >= min_coverage and all(t in evidence_all for t in specific_terms(claim))
+    return coverage >= min_coverage and all(in_evidence(t, text, evidence_all) for t in specific_terms(claim))
 
 
 def _rate(numerator: float, denominator: float) -> float | None:

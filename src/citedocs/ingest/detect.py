@@ -38,7 +38,11 @@ from .sphinx_conf import myst_options
 FORMATS = ("mdx", "mkdocs", "vitepress", "rst", "html")
 _JS_SUFFIXES = (".js", ".ts", ".mjs", ".mts", ".cjs", ".cts")
 _SNIFF_FILES = 200  # enough files to tell dialects apart without reading a huge folder
-_MKDOCS_MARKS = re.compile(r'^\s*(?:(?:!!!|\?\?\?\+?)\s+\w|===\s+"|/// \w)|^#+ .*\{ ?[#:]', re.M)
+# a heading's ``{: #id}`` is MkDocs' attribute list; a bare ``{#id}`` is written the same in VitePress
+# (translated VitePress pages pin every heading's English anchor with it), so it tells neither apart
+_MKDOCS_MARKS = re.compile(r'^\s*(?:(?:!!!|\?\?\?\+?)\s+\w|===\s+"|/// \w)|^#+ .*\{:', re.M)
+# a translated VitePress folder (docs/ru/) holds its locale's config: ``defineAdditionalConfig`` from 'vitepress'
+_VITEPRESS_IMPORT = re.compile(r"""from\s+['"]vitepress['"]""")
 _VITEPRESS_MARKS = re.compile(r"^:{3,}\s*(?:tip|info|warning|danger|details|code-group)\b|^layout: home|^<<< @/", re.M)
 
 
@@ -233,6 +237,26 @@ def _astro(folder: Path, config: Path) -> Detection:
     return Detection("mdx", docs if docs.is_dir() else folder, site_url, reason)
 
 
+def _translated(path: Path) -> Detection | None:
+    """A translation folder of a site whose config sits further up: Docusaurus's
+    ``i18n/<lang>/docusaurus-plugin-content-docs/current`` or Starlight's ``src/content/docs/<lang>``.
+    Its pages are the site's, served under ``<lang>/``."""
+    path = path.resolve()
+    parents = path.parents
+    if len(parents) >= 4 and parents[0].name.startswith("docusaurus-plugin-content-docs") and parents[2].name == "i18n":
+        config, lang = _first(parents[3], "docusaurus.config"), parents[1].name
+        found = _docusaurus(parents[3], config) if config else None
+    elif len(parents) >= 4 and (parents[2].name, parents[1].name, parents[0].name) == ("src", "content", "docs"):
+        config, lang = _first(parents[3], "astro.config"), path.name
+        found = _astro(parents[3], config) if config else None
+    else:
+        return None
+    if found is None:
+        return None
+    base_url = f"{found.base_url.rstrip('/')}/{lang}/" if found.base_url else None
+    return replace(found, docs_dir=path, base_url=base_url, reason=f"the {lang} translation of the site of {found.reason}", from_config=True)
+
+
 def _first(folder: Path, stem: str) -> Path | None:
     return next((folder / f"{stem}{s}" for s in _JS_SUFFIXES if (folder / f"{stem}{s}").is_file()), None)
 
@@ -308,6 +332,10 @@ def _sniff(folder: Path) -> Detection | None:
         )
     family = families.pop()
     counts = ", ".join(f"{n} {k}" for k, n in kinds.most_common())
+    for locale_config in (_first(folder, "config"), _first(folder, "index")):
+        if family == "mdx" and locale_config and _VITEPRESS_IMPORT.search(locale_config.read_text(encoding="utf-8", errors="replace")):
+            reason = f"{locale_config.name} imports 'vitepress' (a translated VitePress folder); {counts} files"
+            return Detection("vitepress", folder, None, reason)
     if family != "mdx":
         return Detection(family, folder, None, f"no generator config; {counts} files")
     if kinds[".mdx"]:
@@ -344,6 +372,9 @@ def detect(path: Path) -> Detection:
     if found:
         detection = found[0]
         return Detection(detection.format, detection.docs_dir, detection.base_url, f"found {detection.reason}", detection.site, True)
+    translated = _translated(path)
+    if translated:
+        return replace(translated, reason=f"found {translated.reason}")
     sniffed = _sniff(path)
     return sniffed or Detection("mdx", path, None, "no docs files found")
 

@@ -20,6 +20,7 @@ from .admission import AdmissionDecision, AdmissionPolicy
 from .boundary import OutsideRoot, inside, walk_docs
 from .chunker import CHUNKER_VERSION, chunk_document
 from .document import DocumentError
+from .page_language import language_notes, page_language
 from .planted import FlaggedSentence, Screen
 from .readers import Reader
 from .readers.mdx import MDX
@@ -67,6 +68,7 @@ class IngestReport:
     version: str = ""
     seconds: float = 0.0
     dense_model: str = "minilm"  # whose vectors the dense stage searches (setting dense_model)
+    languages: Counter[str] = field(default_factory=Counter)  # pages parsed by this ingest, per language
     changed_ids: list[str] = field(default_factory=list)  # chunks added or whose text changed (what a sync report lists)
     removed_ids: list[str] = field(default_factory=list)  # chunks that vanished
 
@@ -263,6 +265,8 @@ def ingest_corpus(
                     kept_ids.update(old.chunk_ids)
             else:
                 report.files_parsed += 1
+                if parsed.chunks:
+                    report.languages[page_language(parsed.page, "\n".join(c.text for c in parsed.chunks))[0]] += 1
                 report.notes.extend(f"{rel}: {note}" for note in parsed.page.notes)
                 report.flagged.extend(parsed.withheld)
                 if parsed.page.hidden:
@@ -272,6 +276,7 @@ def ingest_corpus(
         if progress:
             progress("parse", n, len(entries))
 
+    report.notes.extend(f"languages: {note}" for note in language_notes(report.languages))
     kept_ids -= fresh_chunks.keys()
     to_embed = [c for c in fresh_chunks.values() if old_hashes.get(c.id) != c.hash]
     report.added = sum(1 for c in to_embed if c.id not in old_hashes)

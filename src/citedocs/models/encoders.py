@@ -53,6 +53,9 @@ class BiEncoder:
     corpus at its next ingest instead of mixing vectors from two runtimes in one index."""
 
     name = BI_ENCODER_NAME
+    # the languages its similarities can be trusted in: MiniLM (and mpnet) learnt English sentence
+    # pairs only, and split Cyrillic into single letters; a check that needs meaning elsewhere fails safe
+    languages: frozenset[str] = frozenset({"en"})
 
     @property
     def dimension(self) -> int:

@@ -12,7 +12,8 @@ import numpy as np
 from ..models.embedding_cache import remember_question
 from ..models.encoders import LATE_INTERACTION_TOKENS, BiEncoder
 from ..index.store import Store
-from ..text import query_terms
+from ..language import detect_language
+from ..text import content_terms, query_terms
 from ..types import Chunk, ChunkId, SearchHit, StageScores
 
 RRF_K = 60  # the constant from Cormack et al.; it damps the weight of top ranks
@@ -47,6 +48,17 @@ class RetrievalResult:
     hits: list[SearchHit]
     confidence: float  # best rerank (MaxSim) similarity; what the refusal threshold is calibrated on
     stage_ms: dict[str, float] = field(default_factory=dict)
+    # "maxsim"; "terms" where the reranker cannot read the question's language: the largest share of
+    # the question's content terms that one candidate holds (a floor is compared on the same kind)
+    confidence_kind: str = "maxsim"
+
+
+def term_coverage(query: str, chunks: list[Chunk]) -> float:
+    """The largest share of the question's content terms that one chunk (title, headings, text) holds."""
+    wanted = content_terms(query)
+    if not wanted:
+        return 0.0
+    return max((len(wanted & content_terms(f"{c.title} {' '.join(c.heading_path)} {c.text}")) / len(wanted) for c in chunks), default=0.0)
 
 
 def reciprocal_rank_fusion(rankings: list[list[ChunkId]], k: int = RRF_K) -> dict[ChunkId, float]:
@@ -116,6 +128,11 @@ class HybridRetriever:
 
         reranking = config.rerank and self.reranker is not None
         models = self.corpus_models(corpus)  # one lookup of the corpus's pipeline a query
+        # a model votes on the order only in a language it reads (MiniLM: English); elsewhere its
+        # scores are kept for the trace and the refusal margin, and BM25's terms decide the order
+        language = detect_language(query)
+        dense_reads = language in (models.dense or models.query).languages
+        rerank_reads = language in models.query.languages
         encoding = None
         if config.mode in ("dense", "hybrid") or reranking:
             encoding = timed("encode", self._encode, query, models.query)
@@ -130,7 +147,8 @@ class HybridRetriever:
             semantic = timed("dense", self.dense, corpus, vector, config.candidates)
             for rank, (cid, score) in enumerate(semantic, start=1):
                 stages.setdefault(cid, {}).update(dense_rank=rank, dense_score=score)
-            rankings.append([cid for cid, _ in semantic])
+            if dense_reads or not any(rankings):  # no term matched (a question in another language): its only vote
+                rankings.append([cid for cid, _ in semantic])
 
         if expansion and config.mode == "hybrid":
             rankings += timed(
@@ -153,9 +171,10 @@ class HybridRetriever:
             # The reranker is one more vote, not the last word: its ranking is fused with the first
             # stages' (MaxSim alone over-trusts chunks that echo the question's words; see README).
             reranked = [c.id for _, c in sorted(zip(rerank_scores, chunks), key=lambda pair: -pair[0])]
-            final = reciprocal_rank_fusion([*rankings, reranked])
+            final = reciprocal_rank_fusion([*rankings, reranked] if rerank_reads else rankings)
             final_scores = [final[c.id] for c in chunks]
-            confidence = max(rerank_scores)
+            confidence = max(rerank_scores) if rerank_reads else term_coverage(query, chunks)
         ranked = sorted(zip(chunks, final_scores), key=lambda pair: -pair[1])[:k]
         hits = [SearchHit(chunk=c, score=float(s), stages=StageScores(**stages[c.id])) for c, s in ranked]
-        return RetrievalResult(query=query, hits=hits, confidence=float(confidence), stage_ms=timings)
+        kind = "maxsim" if rerank_reads or not (reranking and chunks) else "terms"
+        return RetrievalResult(query=query, hits=hits, confidence=float(confidence), stage_ms=timings, confidence_kind=kind)

@@ -10,7 +10,15 @@ above its corpus's floor instead (``Thresholds.min_retrieval_margin``); measured
 
 The floor is measured, never fitted: the median best MaxSim of ``NULL_PROBES``, everyday questions
 no software documentation answers, retrieved exactly as a user's question is. It is computed once
-per corpus version (about 20 retrievals) and kept in memory.
+per corpus version and language (about 20 retrievals each) and kept in memory.
+
+Probes are asked in the question's language, where ``null_probes.py`` has them (else in English),
+and in the corpus's own language (told by the chunks the English probes retrieve) when its
+confidence is of the same kind: off-topic Russian questions match Russian docs far better than
+off-topic English ones do, so an English-only floor answers them. Where the reranker cannot read a
+language, confidence is the share of the question's terms one candidate holds
+(``hybrid.term_coverage``), and its floor is measured the same way. The floor is the higher of the
+two; an English question over English docs is measured exactly as before.
 """
 
 from __future__ import annotations
@@ -19,30 +27,11 @@ import statistics
 import threading
 from typing import Protocol
 
+from ..language import detect_language
 from .hybrid import RetrievalConfig, RetrievalResult
+from .null_probes import NULL_PROBES
 
-NULL_PROBES = (
-    "How long should I boil an egg for a soft yolk?",
-    "What is the capital of Australia?",
-    "How do I change a flat tire on a bicycle?",
-    "What are the opening hours of the public library on Sundays?",
-    "How many calories are in a banana?",
-    "Which football team has won the most championships?",
-    "How do I file my income tax return online?",
-    "What is the best time of year to plant tomatoes?",
-    "How do I reset my home router's admin password?",
-    "Can I bring my dog on the train?",
-    "How do I tune a guitar to drop D?",
-    "What is the difference between a virus and a bacterium?",
-    "How do I remove a red wine stain from a carpet?",
-    "Which laptop has the longest battery life?",
-    "What time zone is used in Tokyo?",
-    "How do I replace the battery in my car key fob?",
-    "What are the visa requirements for visiting Canada?",
-    "How do I knit a scarf as a beginner?",
-    "How do I get rid of ants in the kitchen?",
-    "How do I make a sourdough starter from scratch?",
-)
+_LANGUAGE_SAMPLE = 8  # the English probes' best chunks whose text tells the corpus's language
 
 
 class Retriever(Protocol):
@@ -54,23 +43,41 @@ class NullLevels:
 
     def __init__(self, retriever: Retriever) -> None:
         self._retriever = retriever
-        self._levels: dict[tuple[str, str], float] = {}
+        self._levels: dict[tuple[str, str, str], float] = {}
         # One measurement per corpus version, even under concurrent first questions; one lock per
         # corpus version, so that a corpus being measured (up to a second) holds up only its own
         # first questions, not another corpus's.
-        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._locks: dict[tuple[str, str, str], threading.Lock] = {}
         self._locks_lock = threading.Lock()
 
-    def level(self, corpus: str, version: str) -> float:
-        key = (corpus, version)
+        self._corpus_languages: dict[tuple[str, str], str] = {}
+        self._kinds: dict[tuple[str, str, str], str] = {}
+
+    def level(self, corpus: str, version: str, question_language: str = "en") -> float:
+        """The corpus's floor for a question in ``question_language``."""
+        asked = question_language if question_language in NULL_PROBES else "en"
+        levels = [self._level(corpus, version, asked)]
+        own = self._corpus_language(corpus, version)
+        if own in NULL_PROBES and own != asked:
+            level = self._level(corpus, version, own)
+            if self._kinds[(corpus, version, own)] == self._kinds[(corpus, version, asked)]:
+                levels.append(level)
+        return max(levels)
+
+    def _corpus_language(self, corpus: str, version: str) -> str:
+        self._level(corpus, version, "en")  # measured first: its retrievals show the corpus's text
+        return self._corpus_languages[(corpus, version)]
+
+    def _level(self, corpus: str, version: str, language: str) -> float:
+        key = (corpus, version, language)
         with self._locks_lock:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
             if key not in self._levels:
-                scores = [self._confidence(corpus, probe) for probe in NULL_PROBES]
-                self._levels[key] = statistics.median(scores)
+                results = [self._retriever.retrieve(corpus, probe, 1, RetrievalConfig()) for probe in NULL_PROBES[language]]
+                self._levels[key] = statistics.median(r.confidence if r.hits else 0.0 for r in results)
+                self._kinds[key] = results[0].confidence_kind
+                if language == "en":
+                    sample = " ".join(r.hits[0].chunk.text[:500] for r in results if r.hits)[: 500 * _LANGUAGE_SAMPLE]
+                    self._corpus_languages[(corpus, version)] = detect_language(sample) if sample else "en"
             return self._levels[key]
-
-    def _confidence(self, corpus: str, probe: str) -> float:
-        result = self._retriever.retrieve(corpus, probe, 1, RetrievalConfig())
-        return result.confidence if result.hits else 0.0

@@ -17,6 +17,13 @@ _CONTINUATION_OPENERS = re.compile(
 _BACK_REFERENCES = frozenset(
     "it its it's itself that those these they them their there one ones same such former latter".split()
 )
+# the same pointers back in the languages citedocs answers in (ru, es, de, fr, pt), and the
+# Chinese and Japanese ones, written without spaces
+_OTHER_BACK_REFERENCES = frozenset(
+    """это этот эта эти его её ее их он она оно они там такой такая такие eso esto ese esa ellos ellas allí
+    das dies diese dieser es sie dort ça cela celui celle ceux ils elles isso isto esse essa eles elas lá""".split()
+)
+_CJK_BACK_REFERENCES = ("它", "这个", "那个", "这些", "那些", "其", "それ", "これ", "あれ", "その", "この")
 _SHORT_QUESTION_TERMS = 6
 
 
@@ -30,7 +37,12 @@ def is_elliptical(question: str) -> bool:
     if len(query_terms(question)) < _SHORT_QUESTION_TERMS or _CONTINUATION_OPENERS.match(question):
         return True
     words = re.findall(r"[a-z']+", question.lower())
-    return any(w in _BACK_REFERENCES for w in words)
+    if any(w in _BACK_REFERENCES for w in words):
+        return True
+    if question.isascii():
+        return False
+    other = re.findall(r"[^\W\d_]+", question.casefold())
+    return any(w in _OTHER_BACK_REFERENCES for w in other) or any(r in question for r in _CJK_BACK_REFERENCES)
 
 
 def standalone_query_fallback(question: str, history: Sequence[HistoryTurn]) -> str:

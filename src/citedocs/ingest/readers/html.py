@@ -400,7 +400,9 @@ class HtmlReader:
         walker = _Walker(title=title, permalinks=permalinks)
         walker.flow(root)
         sections = [s for s in walker.sections if s.blocks or s.anchor == ""]
-        return ParsedPage(rel, page, url, title, _clean(description), {}, sections, hidden=tuple(sorted(hidden.items())))
+        lang = doc.get("lang")  # <html lang="ru">: the page's language, as its author declared it
+        meta = {"lang": lang} if lang else {}
+        return ParsedPage(rel, page, url, title, _clean(description), meta, sections, hidden=tuple(sorted(hidden.items())))
 
 
 HTML = HtmlReader()
