@@ -44,7 +44,7 @@ from citedocs.service import Services  # noqa: E402
 ROUND_TRIP_K = TOP_K  # the source must be among the evidence an answer is made from
 NEAR_DUPLICATE_JACCARD = 0.5
 FALSE_NEGATIVE_OVERLAP = 0.6
-EXTRA = 10  # retrieved beyond TOP_K, so TOP_K remain after removing the source and its duplicates
+CANDIDATES = 20  # RetrievalConfig.rerank_depth: every candidate the reranker scores, as /ask retrieves them
 SEED = 20261128
 
 
@@ -57,10 +57,10 @@ class Labeller:
         return self.floors.level(corpus, self.services.store.get_corpus(corpus).version)
 
     def retrieve(self, corpus: str, question: str):
-        return self.services.retriever.retrieve(corpus, question, TOP_K + EXTRA, RetrievalConfig()).hits
+        return self.services.retriever.retrieve(corpus, question, CANDIDATES, RetrievalConfig()).hits
 
     def example(self, split: str, source: str, corpus: str, question: str, answerable: bool, hits, **extra) -> dict:
-        vector = features(question, hits[:TOP_K], self.floor(corpus))
+        vector = features(question, hits, self.floor(corpus))
         return {"split": split, "source": source, "corpus": corpus, "question": question, "answerable": answerable,
                 "features": dict(zip(NAMES, vector)), "retrieved": [h.chunk.id for h in hits[:TOP_K]], **extra}
 

@@ -33,10 +33,13 @@ def _coverage(asked: set[str], text: str) -> float:
     return len(asked & set(terms(text))) / len(asked)
 
 
-def features(question: str, hits: list[SearchHit], floor: float) -> list[float]:
-    """The feature vector (``NAMES``) of ``question`` over ``hits`` (best first), given the corpus floor."""
+def features(question: str, candidates: list[SearchHit], floor: float) -> list[float]:
+    """The feature vector (``NAMES``) of ``question`` given the corpus floor and the reranked
+    ``candidates`` (best first): MaxSim over all of them (the margin /ask refuses on), the rest over
+    the first ``TOP_K``, the evidence an answer is made from."""
     asked = set(terms(question))
-    rerank = sorted((h.stages.rerank_score or 0.0 for h in hits), reverse=True) or [0.0]
+    rerank = sorted((h.stages.rerank_score or 0.0 for h in candidates), reverse=True) or [0.0]
+    hits = candidates[:TOP_K]
     rerank += [rerank[-1]] * (3 - len(rerank))
     dense = sorted((h.stages.dense_score or 0.0 for h in hits), reverse=True) or [0.0]
     dense += [dense[-1]] * (2 - len(dense))

@@ -42,6 +42,8 @@ MIN_UNIT_WORDS = 6
 MAX_UNITS = 24  # a longer passage is shown up to here
 MAX_UNIT_CHARS = 400  # a longer unit (a code block, mostly) is cut for the prompt
 _WORD = re.compile(r"\w+")
+# release notes: a list of one-line changes per version, rarely what a user asks about
+SKIPPED_PAGES = re.compile(r"(?:^|/)(?:changelog|changes|release-notes|history)(?:[./]|$)", re.IGNORECASE)
 
 SYSTEM = (
     "You write the question a user of a software product would type into its documentation's search box. "
@@ -114,7 +116,10 @@ def sampled(store, corpora: list[str]) -> list[tuple[str, Chunk]]:
     for corpus in corpora:
         ids = sorted(store.chunk_hashes(corpus))
         random.Random(f"{SEED}:{corpus}").shuffle(ids)
-        chunks = [c for c in store.get_chunks(corpus, ids) if sum(a for *_, a in prose_units(c)) >= MIN_PROSE_UNITS]
+        chunks = [
+            c for c in store.get_chunks(corpus, ids)
+            if not SKIPPED_PAGES.search(c.doc_path) and sum(a for *_, a in prose_units(c)) >= MIN_PROSE_UNITS
+        ]
         by_id = {c.id: c for c in chunks}
         orders.append([(corpus, by_id[i]) for i in ids if i in by_id])
     out = []

@@ -62,13 +62,14 @@ def refused_elsewhere(case: dict) -> bool:
     return case["refused"] and not (case["refusal_reason"] or "").startswith("low_retrieval")
 
 
-def dev_thresholds(models: dict, dev: list[dict], today: dict) -> dict[str, float]:
+def dev_thresholds(models: dict, dev: list[dict], today: dict, kept=refused_elsewhere) -> dict[str, float]:
     """Per model, the refusal threshold with the best refusal F1 over every dev-set case together (as
-    ``citedocs calibrate`` fits the margin; ties go to the lower threshold: fewer needless refusals)."""
+    ``citedocs calibrate`` fits the margin; ties go to the lower threshold: fewer needless refusals),
+    a case ``kept`` refused by today's pipeline staying refused."""
     if not dev:
         return {}
     should = [not r["answerable"] for r in dev]
-    other = [refused_elsewhere(today[r["case_id"]]) for r in dev]
+    other = [kept(today[r["case_id"]]) for r in dev]
     out = {}
     for name, model in models.items():
         p = model.predict_proba(matrix(dev))[:, 1]
@@ -111,10 +112,14 @@ def main() -> int:
             continue
         models[name] = factory().fit(matrix(chosen), labels)
         print(f"{name}: {len(chosen)} training rows, training AUC {roc_auc_score(labels, models[name].predict_proba(matrix(chosen))[:, 1]):.3f}")
-    thresholds = dev_thresholds(models, [r for r in train if r["source"].endswith("-dev") and r.get("case_id") in today], today)
-    results = {"training": counts, "dev_thresholds": thresholds, "sets": {}}
+    dev = [r for r in train if r["source"].endswith("-dev") and r.get("case_id") in today]
+    thresholds = dev_thresholds(models, dev, today)
+    # the reader as a second refusal on top of today's rule: it can only add refusals
+    added = dev_thresholds(models, dev, today, kept=lambda case: case["refused"])
+    results = {"training": counts, "dev_thresholds": thresholds, "dev_thresholds_added": added, "sets": {}}
+    pooled_rows: dict[str, dict[str, list[tuple[bool, bool]]]] = {}
     header = f"{'set':22} {'n':>3}  {'rule':30} {'AUC':>6} {'P':>6} {'R':>6} {'F1':>6}"
-    print(f"refusal thresholds fitted on the dev sets: {thresholds}")
+    print(f"refusal thresholds fitted on the dev sets: {thresholds}; as an added refusal: {added}")
     print(header)
     for dataset in sorted({r["source"] for r in heldout}):
         cases = [r for r in heldout if r["source"] == dataset and r["case_id"] in today]
@@ -138,12 +143,22 @@ def main() -> int:
             table[f"{name}+other"] = (auc(p), [o or q < 0.5 for o, q in zip(other, p)])
             if name in thresholds:
                 table[f"{name}@dev+other"] = (auc(p), [o or q < thresholds[name] for o, q in zip(other, p)])
+                refused_today = [today[r["case_id"]]["refused"] for r in cases]
+                table[f"today|{name}@dev"] = (None, [t or q < added[name] for t, q in zip(refused_today, p)])
         results["sets"][dataset] = {}
+        pooled_rows[dataset] = {rule: list(zip(should, refused)) for rule, (_, refused) in table.items()}
         for rule, (area, refused) in table.items():
             scores = f1(list(zip(should, refused)))
             results["sets"][dataset][rule] = {"auc": None if area is None else round(area, 3), **scores}
             shown = "" if area is None else f"{area:.3f}"
             print(f"{dataset:22} {len(cases):3}  {rule:30} {shown:>6} {scores['precision']:6.3f} {scores['recall']:6.3f} {scores['f1']:6.3f}")
+    pooled = {}
+    for dataset, table in pooled_rows.items():
+        for rule, pairs in table.items():
+            pooled.setdefault(rule, []).extend(pairs)
+    results["pooled"] = {rule: f1(pairs) for rule, pairs in pooled.items()}
+    for rule, scores in results["pooled"].items():
+        print(f"{'all held-out pooled':22} {len(pooled[rule]):3}  {rule:30} {'':>6} {scores['precision']:6.3f} {scores['recall']:6.3f} {scores['f1']:6.3f}")
     if args.json_out:
         args.json_out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return 0
