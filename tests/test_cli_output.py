@@ -8,7 +8,9 @@ report, insights, error messages) runs in-process over a real index of a small d
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -102,20 +104,20 @@ def test_a_refusal_names_the_user_s_term_as_typed(bracket_docs: Path):
 
 def test_eval_report_and_insights_show_questions_and_titles_as_written(bracket_docs: Path, tmp_path: Path):
     cases = tmp_path / "brackets-dev.jsonl"
-    question = "Why does `.iter_raw([chunk_size])` keep :warning: as written?"
-    cases.write_text(
-        json.dumps(
-            {
-                "id": "b-1", "question": question, "bucket": "answerable", "should_refuse": False,
-                "expected_sources": ["install.md#installing-pkg"], "expected_keywords": ["iter_raw"],
-            }
-        )
-        + "\n"
-    )
+    # a case that fails (no answer states that keyword), so the report lists its question
+    question = "Why doesn't `.iter_raw([chunk_size])` keep :warning: & \"quotes\" as written?"
+    case = {
+        "id": "b-1", "question": question, "bucket": "answerable", "should_refuse": False,
+        "expected_sources": ["install.md#installing-pkg"], "expected_keywords": ["no-such-keyword"],
+    }
+    cases.write_text(json.dumps(case) + "\n")
     shown = cli("eval", str(cases), "--corpus", CORPUS, "--backend", "extractive", "--out", str(tmp_path / "out")).stdout
-    assert "keyword correctness" in shown
-    failing = [line for line in shown.splitlines() if line.startswith("- `b-1`")]
-    assert not failing or question in failing[0]
+    assert any(line.startswith("- `b-1` (answerable): ") and line.endswith(f" — {question}") for line in shown.splitlines())
+    assert "| retrieval recall@6 (page) |" in shown  # the run retrieves top_k = 6 chunks per case
+    report_md = (tmp_path / "out" / "report.md").read_text()
+    assert question in report_md and "&#x27;" not in report_md and "&quot;" not in report_md
+    report_html = (tmp_path / "out" / "report.html").read_text()
+    assert html.escape(question) in report_html and "&amp;#x27;" not in report_html and "&amp;quot;" not in report_html
     insights = cli("insights", "--corpus", CORPUS, "--no-gaps").stdout
     assert "Installing [extras] of pkg: " in insights
 
@@ -125,3 +127,12 @@ def test_errors_name_paths_with_brackets_as_written(tmp_home: Path, tmp_path: Pa
     result = CliRunner().invoke(app, ["ingest", str(missing), "--corpus", CORPUS])
     assert result.exit_code == 2
     assert str(missing) in result.output
+
+
+def test_the_floor_metrics_sources_set_help_shows_are_the_ones_it_accepts():
+    from citedocs.sync.service import release_floors
+
+    shown = CliRunner().invoke(app, ["sources", "set", "--help"], env={"COLUMNS": "300"}).output
+    examples = re.findall(r"([a-z_]+(?:@\d+)?)=\d", shown)
+    assert examples, shown
+    assert release_floors([f"{metric}=0.5" for metric in examples], Path("cases.jsonl")) == dict.fromkeys(examples, 0.5)

@@ -877,7 +877,7 @@ def eval_answers(
             loaded, cases, services, corpus, lambda done, total: bar.update(task, completed=done), llm_judge, keep_row
         )
     write_outputs(run, out, previous)
-    console.print((out / "report.md").read_text(), markup=False, highlight=False)
+    console.print((out / "report.md").read_text(), markup=False, highlight=False, soft_wrap=True)
     console.print(f"wrote {out}/rows.jsonl, summary.json, report.md, report.html", markup=False)
     if gate:
         failures = check_gate(run.summary, gate, [c.id for c in loaded])
@@ -1005,7 +1005,7 @@ def sources_set(
     pull: Annotated[bool, typer.Option("--pull", help="git: allow each sync to `git pull --ff-only` the branch (else the tree is read as is).")] = False,
     every: Annotated[Optional[str], typer.Option(help="Sync on a schedule, e.g. 30m, 6h, 1d (jittered by +-10%).")] = None,
     eval_file: Annotated[Optional[Path], typer.Option("--eval", help="Release gate: a JSONL case file run on each new version before it goes live.")] = None,
-    floor: Annotated[Optional[list[str]], typer.Option("--floor", help="Release gate floor, metric=value (e.g. answer_accuracy=0.8); repeatable.")] = None,
+    floor: Annotated[Optional[list[str]], typer.Option("--floor", help="Release gate floor, metric=value (e.g. refusal_recall=0.8 or mrr=0.7; a metric of `citedocs eval`'s summary, an unknown one is an error naming them all); repeatable.")] = None,
     base_url: Annotated[Optional[str], typer.Option(help="Public URL the docs are served under (default: remembered).")] = None,
     docs_format: Annotated[Optional[str], typer.Option("--format", help="Docs format (default: remembered, else detected).")] = None,
     tenant: TenantOpt = config.DEFAULT_TENANT,
