@@ -283,6 +283,11 @@ def _eval_corpus(services, cases: Path, corpus: str | None) -> str:
     return config.default_corpus()
 
 
+def _place(title: str, section: str) -> str:
+    """"Page › Section", or the page alone when its section is the page (no headings): not "Proxies › Proxies"."""
+    return title if section == title else f"{title} › {section}"
+
+
 def _print_hits(result, as_json: bool) -> None:
     if as_json:
         rows = [
@@ -308,7 +313,7 @@ def _print_hits(result, as_json: bool) -> None:
         chunk = hit.chunk
         match = f"  match {hit.stages.rerank_score:.2f}" if hit.stages.rerank_score is not None else ""
         console.print(f"[bold]{n}. {escape(chunk.id)}[/]  score {hit.score:.3f}{match}", soft_wrap=True)
-        console.print(f"   {chunk.title} › {chunk.section}", markup=False, soft_wrap=True)
+        console.print(f"   {_place(chunk.title, chunk.section)}", markup=False, soft_wrap=True)
         console.print(Text.assemble("   ", (chunk.url, Style(link=chunk.url))), soft_wrap=True)
         snippet = " ".join(chunk.text.split())[:200]
         console.print(f"   {snippet}…", style="dim", markup=False, highlight=False, soft_wrap=True)
@@ -408,7 +413,7 @@ def _print_answer(response) -> None:
         console.print(text, highlight=False, markup=False, soft_wrap=True)
         console.print()
         for citation in response.citations:
-            console.print(f"[{numbers[citation.id]}] {citation.title} › {citation.section}", markup=False, soft_wrap=True)
+            console.print(f"[{numbers[citation.id]}] {_place(citation.title, citation.section)}", markup=False, soft_wrap=True)
             line = Text.assemble("    ", (citation.url, Style(link=citation.url)), "  ", (citation.id, "dim"))
             console.print(line, soft_wrap=True)
     console.print(f"[dim]trace {response.trace_id} · corpus version {response.corpus_version}[/]")
