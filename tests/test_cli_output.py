@@ -55,6 +55,7 @@ def bracket_docs(tmp_home: Path, tmp_path: Path) -> Path:
         tmp_path / "docs",
         {
             "install.md": INSTALL_PAGE,
+            "proxies.md": "---\ntitle: Proxies\n---\n\nRoute requests through a proxy with `proxy=\"http://localhost:8030\"`.\n",
             "drafts/notes[old].md": b"\xff\xfe not UTF-8",  # skipped: its path is shown as it is
         },
     )
@@ -69,6 +70,11 @@ def test_search_shows_titles_and_text_with_brackets_as_written(bracket_docs: Pat
     assert "Installing [extras] of pkg › Installing pkg" in shown
     assert "with `pip install pkg[extra]` in your virtual environment." in shown
     assert "`.iter_raw([chunk_size])` on the response; the :" in shown  # the snippet ends in 200 characters
+
+
+def test_a_page_without_headings_is_labelled_by_its_title_once(bracket_docs: Path):
+    shown = cli("search", "route requests through a proxy", "--corpus", CORPUS, "--k", "1").output
+    assert "\n   Proxies\n" in shown and "Proxies › Proxies" not in shown
 
 
 def test_search_json_gives_each_hit_s_whole_chunk(bracket_docs: Path):
