@@ -325,6 +325,9 @@ def test_a_command_line_written_without_backticks_must_exist_in_the_docs():
     probe = ChunksProbe([*RETRIEVED, PREVIEW])
     for question in ("How do I run astro backup?", "What does the astro backup command do to my .env files?"):
         assert unsupported_question_terms(question, RETRIEVED, probe).absent == ["astro backup"], question
+    assert unsupported_question_terms("Can I run astro preview --offline?", RETRIEVED, probe).absent == [
+        "astro preview --offline"
+    ]  # a documented command with a flag the docs never give it
     for question in (
         "How do I run astro dev?",  # documented
         "How do I run astro preview for my built site?",  # documented, in a passage not retrieved

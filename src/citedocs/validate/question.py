@@ -61,10 +61,15 @@ _PROGRAM = re.compile(r"[a-z][a-z0-9_-]*")  # the first word of a command line
 # words that make a quoted span a statement of the user's own code, not a name the docs should define
 _STATEMENT_WORDS = frozenset("for in if else as import from def return lambda await async with while class const let var function except try yield".split())
 _NAME = r"[a-z][a-z0-9_-]*[a-z0-9]"  # a lowercase tool, package or (sub)command name
-# "run citedocs backup?", "the citedocs backup command": a command line written as plain words
+# "run citedocs backup?", "run citedocs sync --dry-run?", "the citedocs backup command": a command
+# line written as plain words (program, subcommand, flags)
+_FLAGS = r"((?:\s+--?[a-z][\w-]*)*)"
 _COMMAND_LINES = (
-    re.compile(rf"\b(?:run|runs|running|execute|executing|invoke|invoking)\s+(?:the\s+)?({_NAME})\s+({_NAME})(?=\s*(?:[?.,;:!)]|$)|\s+(?:to|for|command|subcommand)\b)"),
-    re.compile(rf"\b({_NAME})\s+({_NAME})\s+(?:sub)?command\b"),
+    re.compile(
+        rf"\b(?:run|runs|running|execute|executing|invoke|invoking)\s+(?:the\s+)?({_NAME})\s+({_NAME}){_FLAGS}"
+        r"(?=\s*(?:[?.,;:!)]|$)|\s+(?:to|for|command|subcommand)\b)"
+    ),
+    re.compile(rf"\b({_NAME})\s+({_NAME}){_FLAGS}\s+(?:sub)?command\b"),
 )
 # "with gevent", "using gevent", "the gevent worker": a lowercase word used as the name of a tool
 _TOOL_NAMES = (
@@ -157,11 +162,11 @@ def _command_lines_missing(unquoted: str, probe: CorpusProbe) -> list[str]:
     subcommand it never gives that program; another tool's commands are the user's own."""
     missing = []
     for pattern in _COMMAND_LINES:
-        for program, sub in pattern.findall(unquoted):
+        for program, sub, flags in pattern.findall(unquoted):
             if {program, sub} & STOPWORDS or not probe.mentions(program):
                 continue
-            if not probe.has_sequence([*code_parts(program), *code_parts(sub)]):
-                missing.append(f"{program} {sub}")
+            if not probe.has_sequence(code_parts(f"{program} {sub}{flags}")):
+                missing.append(f"{program} {sub}{flags}")
     return missing
 
 
