@@ -142,3 +142,19 @@ def test_the_floor_metrics_sources_set_help_shows_are_the_ones_it_accepts():
     examples = re.findall(r"([a-z_]+(?:@\d+)?)=\d", shown)
     assert examples, shown
     assert release_floors([f"{metric}=0.5" for metric in examples], Path("cases.jsonl")) == dict.fromkeys(examples, 0.5)
+
+
+def test_a_term_the_docs_have_elsewhere_is_no_docs_gap_and_an_absent_one_is(bracket_docs: Path):
+    def ask(question: str) -> dict:
+        args = ("ask", question, "--corpus", CORPUS, "--backend", "extractive", "--top-k", "1", "--json")
+        return json.loads(cli(*args).stdout)
+
+    elsewhere = ask("How do I route requests through a proxy with --extra-index-url?")  # on the install page only
+    assert elsewhere["refused"] and elsewhere["refusal_reason"].startswith("terms_not_in_passages: ")
+    assert "--extra-index-url (the docs do, elsewhere)" in elsewhere["answer"] and "don't mention" not in elsewhere["answer"]
+    assert elsewhere["answer"].startswith(f"I can't answer this from the {CORPUS} docs: ")  # the name as written
+    absent = ask("How do I route requests through a proxy with --no-such-flag?")
+    assert absent["refusal_reason"] == "question_terms_not_in_docs: the docs don't mention --no-such-flag."
+    report = json.loads(cli("insights", "--corpus", CORPUS, "--json").stdout)
+    named = [term for group in report["gaps"]["groups"] for term in group["missing_terms"]]
+    assert "--no-such-flag" in named and "--extra-index-url" not in named
