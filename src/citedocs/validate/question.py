@@ -171,9 +171,13 @@ def _command_lines_missing(unquoted: str, probe: CorpusProbe) -> list[str]:
 
 
 def _tool_names_missing(unquoted: str, probe: CorpusProbe) -> list[str]:
-    """Lowercase words used as the name of a tool or library ("with gevent") the corpus never uses."""
+    """Lowercase words used as the name of a tool or library ("with gevent") the corpus never uses, in
+    any form (a word is looked up stemmed, as search reads it: "caching" is there if "cache" is)."""
     names = [name for pattern in _TOOL_NAMES for name in pattern.findall(unquoted)]
-    return [n for n in names if n not in STOPWORDS and len(n) >= 3 and not probe.has_sequence(code_parts(n))]
+    return [
+        n for n in names
+        if n not in STOPWORDS and len(n) >= 3 and not (probe.mentions(n) if n.isalnum() else probe.has_sequence(code_parts(n)))
+    ]
 
 
 @dataclass
