@@ -297,7 +297,8 @@ def _print_hits(result, as_json: bool) -> None:
                 "title": h.chunk.title,
                 "section": h.chunk.section,
                 "url": h.chunk.url,
-                "text": h.chunk.text,  # the whole chunk: a snippet cut mid-command is no use to a script
+                "snippet": h.chunk.text[:300],
+                "text": h.chunk.text,  # the whole chunk, as a citation's `text`: a snippet may cut a command
                 "stages": h.stages.__dict__,
             }
             for h in result.hits
