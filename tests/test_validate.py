@@ -9,7 +9,7 @@ from citedocs.models.encoders import bi_encoder
 from citedocs.sentences import Unit, settled_units, split_units
 from citedocs.types import Chunk, ChunkId
 from citedocs.markers import parse_markers
-from citedocs.validate.question import code_parts, contains_sequence, unsupported_question_terms
+from citedocs.validate.question import code_parts, contains_sequence, starts_command_line, unsupported_question_terms
 from citedocs.text import content_terms
 from citedocs.validate.support import SupportChecker
 from citedocs.validate.thresholds import load_thresholds
@@ -211,6 +211,9 @@ class ChunksProbe:
     def has_sequence(self, parts: list[str]) -> bool:
         return any(contains_sequence(code_parts(c.text), parts) for c in self.chunks)
 
+    def runs_program(self, program: str) -> bool:
+        return any(starts_command_line(program, c.text) for c in self.chunks)
+
 
 def test_option_the_docs_lack_is_named_as_the_user_wrote_it():
     question = "How do I use the client:hover directive to hydrate on mouse over?"
@@ -333,6 +336,7 @@ def test_a_command_line_written_without_backticks_must_exist_in_the_docs():
         "How do I run astro preview for my built site?",  # documented, in a passage not retrieved
         "Can I run pytest on my .env files?",  # another tool's command: the user's own
         "How do I run astro builds behind a proxy?",  # words, not a command line
+        "How do I run variables checks?",  # the docs name variables but never run them as a program
     ):
         assert unsupported_question_terms(question, RETRIEVED, probe).absent == [], question
 

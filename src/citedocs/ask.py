@@ -23,7 +23,7 @@ from .retrieve.null_level import NullLevels
 from .types import Chunk, SearchHit
 from .retrieve.rewrite import standalone_query_fallback
 from .sentences import Unit, settled_units, split_units
-from .validate.question import code_parts, contains_sequence, unsupported_question_terms
+from .validate.question import code_parts, contains_sequence, starts_command_line, unsupported_question_terms
 from .validate.thresholds import Thresholds
 from .validate.validator import AcceptedSentence, CitationValidator, ValidationResult
 
@@ -71,6 +71,10 @@ class StoreProbe:
         hits = self.store.lexical_search(self.corpus, list(dict.fromkeys(parts)), 200, match_all=True)
         chunks = self.store.get_chunks(self.corpus, [cid for cid, _ in hits])
         return any(contains_sequence(code_parts(c.text), parts) for c in chunks)
+
+    def runs_program(self, program: str) -> bool:
+        hits = self.store.lexical_search(self.corpus, [program], 200)
+        return any(starts_command_line(program, c.text) for c in self.store.get_chunks(self.corpus, [cid for cid, _ in hits]))
 
 
 class _Answer:

@@ -14,7 +14,7 @@ Six general signals, none tuned per question:
 * a lowercase name the question uses as a tool or library ("with gevent", "the gevent worker") that
   occurs nowhere in the corpus;
 * a command line written without backticks ("run citedocs backup", "the citedocs backup command")
-  whose program the corpus names but never with that subcommand.
+  of a program the corpus runs (a code line starts with it) but never with that subcommand.
 
 A code-like term the retrieved passages lack is looked up in the whole corpus too: the refusal says
 "the docs don't mention X" only when that is true (``QuestionTerms.absent``); a term the docs have
@@ -66,7 +66,7 @@ _NAME = r"[a-z][a-z0-9_-]*[a-z0-9]"  # a lowercase tool, package or (sub)command
 _FLAGS = r"((?:\s+--?[a-z][\w-]*)*)"
 _COMMAND_LINES = (
     re.compile(
-        rf"\b(?:run|runs|running|execute|executing|invoke|invoking)\s+(?:the\s+)?({_NAME})\s+({_NAME}){_FLAGS}"
+        rf"\b(?:run|runs|running|execute|executing|invoke|invoking)\s+({_NAME})\s+({_NAME}){_FLAGS}"
         r"(?=\s*(?:[?.,;:!)]|$)|\s+(?:to|for|command|subcommand)\b)"
     ),
     re.compile(rf"\b({_NAME})\s+({_NAME}){_FLAGS}\s+(?:sub)?command\b"),
@@ -82,6 +82,15 @@ class CorpusProbe(Protocol):
     def mentions(self, term: str) -> bool: ...
 
     def has_sequence(self, parts: list[str]) -> bool: ...
+
+    def runs_program(self, program: str) -> bool: ...
+
+
+def starts_command_line(program: str, text: str) -> bool:
+    """Whether ``text`` runs ``program``: a code line, or a code span, that starts with it (after a
+    ``$`` prompt): ``astro dev``, not "unit tests"."""
+    pattern = rf"^[ \t]*(?:\$\s*)?{re.escape(program)}(?:[ \t]|$)|`(?:\$\s*)?{re.escape(program)} [^`\n]*`"
+    return re.search(pattern, text, re.M) is not None
 
 
 def contains_sequence(haystack: list[str], needle: list[str]) -> bool:
@@ -163,8 +172,8 @@ def _command_lines_missing(unquoted: str, probe: CorpusProbe) -> list[str]:
     missing = []
     for pattern in _COMMAND_LINES:
         for program, sub, flags in pattern.findall(unquoted):
-            if {program, sub} & STOPWORDS or not probe.mentions(program):
-                continue
+            if {program, sub} & STOPWORDS or not probe.runs_program(program):
+                continue  # not a program the docs run: words ("run unit tests"), or another tool's command
             if not probe.has_sequence(code_parts(f"{program} {sub}{flags}")):
                 missing.append(f"{program} {sub}{flags}")
     return missing
