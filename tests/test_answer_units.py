@@ -253,3 +253,20 @@ def test_a_changelog_version_heading_is_not_an_api_entry():
 
     version = made_chunk("9.5.9", "Fixed navigation pruning with tabs and sections enabled", heading="9.5.9 February 10, 2024")
     assert entry_signature(version) is None
+
+
+def test_a_table_row_is_quoted_under_its_header_row(generator, validator):
+    table = (
+        "The server reads these settings at start:\n\n"
+        "Setting | Default | Meaning\n"
+        "bind_port | 8000 | The port the server listens on for requests.\n"
+        "worker_count | 4 | How many worker processes answer requests at once."
+    )
+    chunk = made_chunk("settings", table, heading="Settings")
+    pieces = read_pieces(chunk.text)
+    row = next(i for i, p in enumerate(pieces) if p.text.startswith("worker_count"))
+    assert [pieces[i].text for i in unit_of(pieces, row).indices] == ["Setting | Default | Meaning", pieces[row].text]
+    raw = generator.generate("How many worker processes answer requests at once by default?", [chunk], []).text
+    texts = [s.text for s in validator.validate(raw, [chunk]).sentences]
+    assert "Setting | Default | Meaning" in texts  # verbatim from the chunk: the validator keeps it
+    assert texts.index("Setting | Default | Meaning") < next(i for i, t in enumerate(texts) if t.startswith("worker_count"))

@@ -55,7 +55,7 @@ def test_out_of_scope_question_is_refused_without_citations(client):
     body = client.post("/ask", json={"question": OUT_OF_SCOPE}).json()
     assert body["refused"] is True
     assert body["citations"] == []
-    assert body["answer"].startswith("I can't answer this from the Astro docs")
+    assert body["answer"].startswith("I can't answer this from the astro docs")
     assert body["refusal_reason"]
 
 

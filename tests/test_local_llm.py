@@ -122,7 +122,7 @@ def test_the_local_model_setup_refuses_a_question_the_docs_do_not_answer(server)
     base, _ = server
     body = httpx.post(f"{base}/ask", json={"question": OUT_OF_SCOPE}, timeout=TIMEOUT).json()
     assert body["refused"] is True and body["citations"] == []
-    assert body["answer"].startswith("I can't answer this from the Small docs")
+    assert body["answer"].startswith("I can't answer this from the small docs")
 
 
 def test_a_follow_up_is_rewritten_by_the_local_model(server):

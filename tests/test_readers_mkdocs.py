@@ -221,3 +221,26 @@ def test_headings_nested_in_an_admonition_or_a_tab_take_their_ids_first():
     # Python-Markdown 3.11.3 (toc, admonition, pymdownx.tabbed) on this page: page, setup, setup_1, setup_2
     text = '# Page\n\n!!! note "A note"\n    ## Setup\n\n    x\n\n=== "Tab"\n\n    ## Setup\n\n    y\n\n## Setup\n\nAfter.\n'
     assert [s.anchor for s in read("a.md", text).sections[1:]] == ["page", "setup_2"]
+
+
+def test_a_page_is_titled_as_the_nav_names_it(tmp_path):
+    from citedocs.ingest.detect import detect
+    from citedocs.ingest.readers import for_site
+
+    (tmp_path / "docs" / "advanced").mkdir(parents=True)
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: Client\nsite_url: https://client.example.com/\nnav:\n  - Home: index.md\n"
+        "  - Advanced:\n    - SSL: advanced/ssl.md\n    - advanced/proxies.md\n  - Source: https://github.com/x/y\n"
+    )
+    pages = {"index.md": "Welcome.\n", "advanced/ssl.md": "Verify certificates.\n", "advanced/proxies.md": "Use a proxy.\n"}
+    for rel, text in pages.items():
+        (tmp_path / "docs" / rel).write_text(text)
+    found = detect(tmp_path)
+    reader = for_site(MKDOCS, found.site)
+
+    def title(rel: str) -> str:
+        return reader.read(SourceFile(rel, pages[rel], found.docs_dir, SITE)).title
+
+    assert (title("advanced/ssl.md"), title("index.md")) == ("SSL", "Home")  # not "Ssl", "Index"
+    assert title("advanced/proxies.md") == "Proxies"  # in the nav without a title: named after the file
+    assert found.site.fingerprint() != dataclasses.replace(found.site, nav_titles=()).fingerprint()  # a nav change re-reads

@@ -206,7 +206,7 @@ def test_out_of_scope_question_shows_a_refusal_banner_without_sources(page, serv
     assert banner.is_displayed() and "Not covered by the docs" in banner.text
     recorded = trace(server, turn.find_element(By.CSS_SELECTOR, ".trace-id").text)
     assert recorded["question"] == OUT_OF_SCOPE
-    assert "I can't answer this from the Astro docs" in turn.find_element(By.CSS_SELECTOR, ".answer").text
+    assert "I can't answer this from the astro docs" in turn.find_element(By.CSS_SELECTOR, ".answer").text
     assert not turn.find_elements(By.CSS_SELECTOR, ".source-card, .pill, .sources")
     page.set_window_size(1000, 760)
     page.execute_script("document.activeElement.blur(); window.scrollTo(0, 0)")

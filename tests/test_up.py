@@ -6,6 +6,7 @@ MkDocs project (real Material for MkDocs pages), and the answers come over HTTP.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -145,3 +146,25 @@ def test_a_missing_folder_or_an_unknown_format_is_a_clear_error(project: Path, t
 def test_the_corpus_is_named_after_the_project_or_the_site(source: str, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.chdir(tmp_path)
     assert corpus_name_for(source) == name
+
+
+def test_up_sums_up_the_readers_notes_in_one_line_and_says_the_server_runs_once_it_answers(project: Path, tmp_path: Path):
+    for n in range(3):  # pages whose snippets name URLs, which are never fetched: one note each
+        (project / "docs" / f"remote-{n}.md").write_text(
+            f"# Remote part {n}\n\nThis page embeds a remote part.\n\n--8<-- \"https://example.com/part[{n}].md\"\n"
+        )
+    home = tmp_path / "home"
+    with citedocs_up(project, home) as (base, out):
+        deadline = time.time() + 30  # the log line and the chat line come from the same readiness check
+        while "citedocs on http://" not in out.with_suffix(".err").read_text() and time.time() < deadline:
+            time.sleep(0.2)
+        log = out.with_suffix(".err").read_text()
+    notes = [line for line in log.splitlines() if line.startswith("note ")]
+    assert len(notes) == 1 and notes[0].startswith("note 3 notes on content not indexed") and "in 3 file(s)" in notes[0]
+    report = json.loads((home / "reports" / "my-project-admission.json").read_text())
+    assert sorted(n.split(":")[0] for n in report["notes"]) == ["remote-0.md", "remote-1.md", "remote-2.md"]
+    assert all("part[" in n for n in report["notes"])
+    messages = [json.loads(line)["msg"] for line in log.splitlines() if line.startswith("{")]
+    started = next(i for i, m in enumerate(messages) if m.startswith("Uvicorn running on"))
+    running = next(i for i, m in enumerate(messages) if m.startswith("citedocs on http://"))
+    assert running > started, messages

@@ -9,7 +9,7 @@ from citedocs.models.encoders import bi_encoder
 from citedocs.sentences import Unit, settled_units, split_units
 from citedocs.types import Chunk, ChunkId
 from citedocs.markers import parse_markers
-from citedocs.validate.question import code_parts, contains_sequence, unsupported_question_terms
+from citedocs.validate.question import code_parts, contains_sequence, starts_command_line, unsupported_question_terms
 from citedocs.text import content_terms
 from citedocs.validate.support import SupportChecker
 from citedocs.validate.thresholds import load_thresholds
@@ -211,25 +211,28 @@ class ChunksProbe:
     def has_sequence(self, parts: list[str]) -> bool:
         return any(contains_sequence(code_parts(c.text), parts) for c in self.chunks)
 
+    def runs_program(self, program: str) -> bool:
+        return any(starts_command_line(program, c.text) for c in self.chunks)
+
 
 def test_option_the_docs_lack_is_named_as_the_user_wrote_it():
     question = "How do I use the client:hover directive to hydrate on mouse over?"
-    assert unsupported_question_terms(question, RETRIEVED, ChunksProbe(RETRIEVED)) == ["client:hover"]
+    assert unsupported_question_terms(question, RETRIEVED, ChunksProbe(RETRIEVED)).all == ["client:hover"]
 
 
 def test_quoted_code_that_appears_nowhere_in_the_corpus_is_flagged():
     question = "What does `astro dev --staging-only` do?"
-    assert unsupported_question_terms(question, RETRIEVED, ChunksProbe(RETRIEVED)) == ["astro dev --staging-only"]
+    assert unsupported_question_terms(question, RETRIEVED, ChunksProbe(RETRIEVED)).all == ["astro dev --staging-only"]
 
 
 def test_the_users_own_paths_and_values_are_not_looked_up():
     question = "Can I load `config/.env.qa` with `--mode` and read `import.meta.env.PROD`?"
-    assert unsupported_question_terms(question, RETRIEVED, ChunksProbe(RETRIEVED)) == []
+    assert unsupported_question_terms(question, RETRIEVED, ChunksProbe(RETRIEVED)).all == []
 
 
 def test_contractions_and_possessives_are_not_proper_names():
     question = "On my Mac, why does my IDE's terminal show nothing when I'm loading a .env file?"
-    assert unsupported_question_terms(question, RETRIEVED, ChunksProbe(RETRIEVED)) == ["Mac"]
+    assert unsupported_question_terms(question, RETRIEVED, ChunksProbe(RETRIEVED)).all == ["Mac"]
 
 
 def test_files_and_names_the_user_introduces_are_never_looked_up():
@@ -239,24 +242,24 @@ def test_files_and_names_the_user_introduces_are_never_looked_up():
         "I load a component called `mybanner` and the `--mode` flag is ignored. Why?",
         "Every page in my docs/api/ folder should load `.env.staging`. Which flag do I pass?",
     ):
-        assert unsupported_question_terms(question, RETRIEVED, ChunksProbe(RETRIEVED)) == [], question
+        assert unsupported_question_terms(question, RETRIEVED, ChunksProbe(RETRIEVED)).all == [], question
 
 
 def test_names_in_a_sentence_that_states_the_users_situation_are_not_looked_up():
     probe = ChunksProbe(RETRIEVED)
     stated = "My CLI has --json and --csv flags, and I edit settings.yaml on my Mac. Which flag sets the mode?"
-    assert unsupported_question_terms(stated, RETRIEVED, probe) == []
+    assert unsupported_question_terms(stated, RETRIEVED, probe).all == []
     asked = "My CLI has --json flags. How do I pass --csv to astro dev, i.e. on my Mac?"
-    assert unsupported_question_terms(asked, RETRIEVED, probe) == ["--csv", "Mac"]
-    assert unsupported_question_terms("Explain the client:hover directive. Show an example.", RETRIEVED, probe) == [
+    assert unsupported_question_terms(asked, RETRIEVED, probe).all == ["--csv", "Mac"]
+    assert unsupported_question_terms("Explain the client:hover directive. Show an example.", RETRIEVED, probe).all == [
         "client:hover"
     ]  # no sentence asks with "?": every sentence counts
 
 
 def test_another_programs_command_line_is_not_a_false_premise_but_the_documented_ones_is():
     probe = ChunksProbe(RETRIEVED)
-    assert unsupported_question_terms("How do I run `pybabel extract` on my pages?", RETRIEVED, probe) == []
-    assert unsupported_question_terms("What does `astro dev --watch-all` do?", RETRIEVED, probe) == [
+    assert unsupported_question_terms("How do I run `pybabel extract` on my pages?", RETRIEVED, probe).all == []
+    assert unsupported_question_terms("What does `astro dev --watch-all` do?", RETRIEVED, probe).all == [
         "astro dev --watch-all"
     ]  # `astro` is named in the docs: its made-up flag is still refused
 
@@ -264,26 +267,26 @@ def test_another_programs_command_line_is_not_a_false_premise_but_the_documented
 def test_an_api_name_written_without_backticks_must_exist_in_the_docs():
     probe = ChunksProbe(RETRIEVED)
     question = "How do I read import.meta.env.STAGING_ONLY with the @env.load_mode decorator?"
-    assert unsupported_question_terms(question, RETRIEVED, probe) == ["import.meta.env.STAGING_ONLY", "@env.load_mode"]
-    assert unsupported_question_terms("What is import.meta.env.PROD in a build?", RETRIEVED, probe) == []
+    assert unsupported_question_terms(question, RETRIEVED, probe).all == ["import.meta.env.STAGING_ONLY", "@env.load_mode"]
+    assert unsupported_question_terms("What is import.meta.env.PROD in a build?", RETRIEVED, probe).all == []
 
 
 def test_a_keyword_argument_the_docs_never_name_is_a_false_premise():
     probe = ChunksProbe(RETRIEVED)
     question = "How do I pass the timeout= argument to astro dev so a slow build gives up?"
-    assert unsupported_question_terms(question, RETRIEVED, probe) == ["timeout="]
-    assert unsupported_question_terms("Is there a mode= setting for astro dev?", RETRIEVED, probe) == []
+    assert unsupported_question_terms(question, RETRIEVED, probe).all == ["timeout="]
+    assert unsupported_question_terms("Is there a mode= setting for astro dev?", RETRIEVED, probe).all == []
     # inside a call the user writes, the argument is theirs (the call itself is looked up as an API name)
     own_call = "How do I make load_env(retries=3) read the .env file for staging mode?"
-    assert "retries=" not in unsupported_question_terms(own_call, RETRIEVED, probe)
+    assert "retries=" not in unsupported_question_terms(own_call, RETRIEVED, probe).all
 
 
 def test_a_language_or_country_name_is_the_users_value_not_an_unknown_product():
     probe = ChunksProbe(RETRIEVED)
     locales = "How do I load a .env file per locale, with English as default plus Spanish and Brazilian Portuguese?"
-    assert unsupported_question_terms(locales, RETRIEVED, probe) == []
+    assert unsupported_question_terms(locales, RETRIEVED, probe).all == []
     product = "How do I load a .env file from Doppler, with English as default plus Spanish?"
-    assert unsupported_question_terms(product, RETRIEVED, probe) == ["Doppler"]
+    assert unsupported_question_terms(product, RETRIEVED, probe).all == ["Doppler"]
 
 
 def test_proper_names_are_read_per_sentence_as_the_asking_rule_splits_them():
@@ -292,3 +295,55 @@ def test_proper_names_are_read_per_sentence_as_the_asking_rule_splits_them():
     # a sentence's first word is no name; a period inside backticks ends no sentence, and code is no name
     assert _proper_names("It builds. Vercel then shows a 404 on Netlify, i.e. Cloudflare too?") == ["Netlify"]
     assert _proper_names("Why does `npm run build. Deploy` fail on Vercel?") == ["Vercel"]
+
+
+PREVIEW = Chunk(
+    id=ChunkId("reference/cli-reference#astro-preview/1"),
+    doc_path="reference/cli-reference.mdx",
+    title="CLI Commands",
+    heading_path=("astro preview",),
+    anchor="astro-preview",
+    anchor_path=("astro-preview",),
+    url="https://docs.astro.build/en/reference/cli-reference/#astro-preview",
+    text="Starts a local server to serve your built site.\n\n```shell\nastro preview --open\n```",
+    token_count=20,
+)
+
+
+def test_a_term_the_docs_have_outside_the_retrieved_passages_is_not_called_missing_from_the_docs():
+    probe = ChunksProbe([*RETRIEVED, PREVIEW])  # the corpus has --open; the passages retrieved do not
+    found = unsupported_question_terms("How do I pass --open when I load the .env file?", RETRIEVED, probe)
+    assert (found.absent, found.elsewhere) == ([], ["--open"])
+    nowhere = unsupported_question_terms("How do I pass --close when I load the .env file?", RETRIEVED, probe)
+    assert (nowhere.absent, nowhere.elsewhere) == (["--close"], [])
+
+
+def test_terms_are_named_as_the_user_wrote_them():
+    probe = ChunksProbe(RETRIEVED)
+    question = "Can I set pipelining=True or @Env.LoadMode when astro dev loads the .env file?"
+    assert unsupported_question_terms(question, RETRIEVED, probe).absent == ["@Env.LoadMode", "pipelining=True"]
+
+
+def test_a_command_line_written_without_backticks_must_exist_in_the_docs():
+    probe = ChunksProbe([*RETRIEVED, PREVIEW])
+    for question in ("How do I run astro backup?", "What does the astro backup command do to my .env files?"):
+        assert unsupported_question_terms(question, RETRIEVED, probe).absent == ["astro backup"], question
+    assert unsupported_question_terms("Can I run astro preview --offline?", RETRIEVED, probe).absent == [
+        "astro preview --offline"
+    ]  # a documented command with a flag the docs never give it
+    for question in (
+        "How do I run astro dev?",  # documented
+        "How do I run astro preview for my built site?",  # documented, in a passage not retrieved
+        "Can I run pytest on my .env files?",  # another tool's command: the user's own
+        "How do I run astro builds behind a proxy?",  # words, not a command line
+        "How do I run variables checks?",  # the docs name variables but never run them as a program
+    ):
+        assert unsupported_question_terms(question, RETRIEVED, probe).absent == [], question
+
+
+def test_a_lowercase_tool_name_the_docs_never_use_is_a_false_premise():
+    probe = ChunksProbe([*RETRIEVED, PREVIEW])
+    assert unsupported_question_terms("Can I run astro dev with gevent?", RETRIEVED, probe).absent == ["gevent"]
+    assert unsupported_question_terms("Which gevent worker loads the .env file?", RETRIEVED, probe).absent == ["gevent"]
+    for question in ("How do I load the .env file with astro dev?", "How do I start a local server with the --mode flag?"):
+        assert unsupported_question_terms(question, RETRIEVED, probe).absent == [], question

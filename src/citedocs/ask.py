@@ -27,7 +27,7 @@ from .retrieve.suggest import FollowUps
 from .types import Chunk, SearchHit
 from .retrieve.rewrite import standalone_query_fallback
 from .sentences import Unit, settled_units, split_units
-from .validate.question import code_parts, contains_sequence, unsupported_question_terms
+from .validate.question import code_parts, contains_sequence, starts_command_line, unsupported_question_terms
 from .validate.thresholds import Thresholds
 from .validate.validator import AcceptedSentence, CitationValidator, ValidationResult
 
@@ -78,6 +78,10 @@ class StoreProbe:
         hits = self.store.lexical_search(self.corpus, list(dict.fromkeys(parts)), 200, match_all=True)
         chunks = self.store.get_chunks(self.corpus, [cid for cid, _ in hits])
         return any(contains_sequence(code_parts(c.text), parts) for c in chunks)
+
+    def runs_program(self, program: str) -> bool:
+        hits = self.store.lexical_search(self.corpus, [program], 200)
+        return any(starts_command_line(program, c.text) for c in self.store.get_chunks(self.corpus, [cid for cid, _ in hits]))
 
 
 class _Answer:
@@ -148,7 +152,7 @@ class _Answer:
 
     def refuse(self, reason: RefusalReason, detail: str, raw: str | None = None, decisions=None) -> AskEvent:
         response = AskResponse(
-            answer=REFUSAL_PREFIX.format(corpus=self.corpus.name.capitalize()) + detail,
+            answer=REFUSAL_PREFIX.format(corpus=self.corpus.name) + detail,  # a name is not a capitalised word
             citations=[],
             refused=True,
             refusal_reason=f"{reason.value}: {detail}",
@@ -315,16 +319,23 @@ class AskPipeline:
                 f"{run.confidence - floor:.2f} above this corpus's floor of {floor:.2f}; needed "
                 f"{self.thresholds.min_retrieval_margin:.2f}).",
             )
-        missing = run.trace.timed(
+        terms = run.trace.timed(
             "question_gate",
             unsupported_question_terms,
             run.question,
             [h.chunk for h in hits],
             StoreProbe(self.store, run.corpus.name),
         )
-        if missing:
-            run.trace.payload["missing_terms"] = missing
-            return run.refuse(RefusalReason.question_terms_not_in_docs, f"the docs don't mention {', '.join(missing)}.")
+        if terms.absent:  # a docs gap: the insights count these
+            run.trace.payload["missing_terms"] = terms.absent
+            return run.refuse(RefusalReason.question_terms_not_in_docs, f"the docs don't mention {', '.join(terms.absent)}.")
+        if terms.elsewhere:  # the docs have them, the passages found do not: no gap, and not said to be one
+            run.trace.payload["unretrieved_terms"] = terms.elsewhere
+            return run.refuse(
+                RefusalReason.terms_not_in_passages,
+                f"none of the passages found for this question mentions {', '.join(terms.elsewhere)} "
+                "(the docs do, elsewhere); ask about it on its own, or search for it.",
+            )
         return None
 
     def _grade(self, run: _Answer, chunks: list[Chunk]) -> list[Chunk]:

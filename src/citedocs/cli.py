@@ -10,8 +10,11 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+from rich.style import Style
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from . import config, threads
 from .eval.cases import CaseFileError
@@ -26,8 +29,10 @@ app.add_typer(keys_app, name="keys")
 app.add_typer(traces_app, name="traces")
 llm_app = typer.Typer(no_args_is_help=True, help="The local LLM (Qwen2.5-Coder-1.5B in llama.cpp's server).")
 app.add_typer(llm_app, name="llm")
-console = Console()
-err = Console(stderr=True)
+# Docs text (commands, code, answers) is shown byte-exact: no :emoji: codes, and wherever a line uses
+# markup the text in it is escaped (`pip install pkg[extra]` is not a style tag).
+console = Console(emoji=False)
+err = Console(stderr=True, emoji=False)
 
 AdmissionOpt = Annotated[
     Optional[Path],
@@ -51,7 +56,7 @@ ReplaceSourceOpt = Annotated[
 
 
 def fail(message: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {message}")
+    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -101,12 +106,13 @@ def ingest_progress() -> Iterator[Callable[[str, int, int], None]]:
 
 def _print_crawl(crawled) -> None:
     for problem in crawled.problems():
-        err.print(f"[yellow]{problem.outcome}[/] {problem.url}: {problem.detail}")
+        err.print(f"[yellow]{escape(problem.outcome)}[/] {escape(problem.url)}: {escape(problem.detail)}", soft_wrap=True)
     counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(crawled.counts().items())) or "nothing"
     more = "; stopped at --max-pages with URLs left" if crawled.truncated else ""
     console.print(
         f"crawled {crawled.scope} in {crawled.seconds:.1f}s: {counts}{more}; "
-        f"mirror {crawled.folder}, per-URL report {crawled.folder.parent / 'report.json'}"
+        f"mirror {crawled.folder}, per-URL report {crawled.folder.parent / 'report.json'}",
+        markup=False,
     )
 
 
@@ -122,10 +128,12 @@ def _run_ingest(
     crawl_settings: CrawlSettings | None = None,
     page_urls: str | None = None,
     replace_source: bool = False,
+    notes_summed_up: bool = False,
 ):
     """Ingest a folder, or with ``crawl_settings`` crawl the site at ``source`` and ingest its mirror;
     print what happened and return the ingest report. A corpus read from elsewhere is refused first
-    unless ``replace_source``."""
+    unless ``replace_source``. ``notes_summed_up``: the readers' notes on dropped content in one line
+    (`up`), not one line each (they are in the admission report either way)."""
     from .index.store import CorpusOwnedByOtherTenant, StoreFull
     from .ingest.crawl import CrawlError
     from .ingest.pipeline import IngestError
@@ -155,21 +163,29 @@ def _run_ingest(
     if crawl_settings is not None:
         _print_crawl(crawled)
     _remember_source(services, source, corpus, tenant, base_url, docs_format, crawl_settings, replace_source)
-    err.print(f"read {result.plan}", highlight=False)
+    err.print(f"read {result.plan}", highlight=False, markup=False)
     for skipped in result.skipped:
         kept = " (previous version kept)" if skipped.kept_previous else ""
-        err.print(f"[yellow]skipped[/] {skipped.path}: {skipped.reason}{kept}")
-    for note in result.notes:
-        err.print(f"[yellow]note[/] {note}", highlight=False)
+        err.print(f"[yellow]skipped[/] {escape(skipped.path)}: {escape(skipped.reason)}{kept}", soft_wrap=True)
+    if notes_summed_up and result.notes:
+        files = len({note.split(": ", 1)[0] for note in result.notes})
+        err.print(
+            f"[yellow]note[/] {len(result.notes)} notes on content not indexed (directives, includes or snippets "
+            f"citedocs does not read) in {files} file(s); each is listed in {escape(str(result.admission_report))}",
+            highlight=False, soft_wrap=True,
+        )
+    else:
+        for note in result.notes:
+            err.print(f"[yellow]note[/] {escape(note)}", highlight=False, soft_wrap=True)
     noted = f", {len(result.notes)} notes on dropped content" if result.notes else ""
     for unread in result.admission:
         if unread.reason.startswith(("outside_root:", "too_large:")):
-            err.print(f"[yellow]not read[/] {unread.path}: {unread.reason}", highlight=False)
+            err.print(f"[yellow]not read[/] {escape(unread.path)}: {escape(unread.reason)}", highlight=False, soft_wrap=True)
     console.print(
-        f"corpus [bold]{corpus}[/] version {result.version}: {result.files_seen} files "
+        f"corpus [bold]{escape(corpus)}[/] version {result.version}: {result.files_seen} files "
         f"({result.files_parsed} parsed, {len(result.skipped)} skipped){noted}; chunks: {result.added} added, "
         f"{result.changed} changed, {result.removed} removed, {result.unchanged} unchanged "
-        f"in {result.seconds:.1f}s; dense model {result.dense_model}; owned by tenant {tenant}"
+        f"in {result.seconds:.1f}s; dense model {result.dense_model}; owned by tenant {escape(tenant)}"
         + (f"; pages by language: {', '.join(f'{lang} {n}' for lang, n in result.languages.most_common())}" if result.languages else "")
     )
     remembered = " (remembered for this corpus)" if admission is None and result.policy != "default" else ""
@@ -177,14 +193,18 @@ def _run_ingest(
     outcomes = result.file_outcomes()
     console.print(
         f"admission policy {result.policy}{remembered}: {sum(d.admitted for d in outcomes)} admitted, "
-        f"rejected: {rejected}; report: {result.admission_report}"
+        f"rejected: {rejected}; report: {result.admission_report}",
+        markup=False,
     )
     for page in result.hidden:
-        err.print(f"[yellow]hidden[/] {page.path}: {page.describe()} (a browser does not show it: not text)", highlight=False)
+        err.print(
+            f"[yellow]hidden[/] {escape(page.path)}: {escape(page.describe())} (a browser does not show it: not text)",
+            highlight=False, soft_wrap=True,
+        )
     for flag in result.flagged:
         err.print(
-            f"[yellow]withheld[/] {flag.path}: {flag.reason}: {flag.sentence!r} (approve: sha256 {flag.sha256})",
-            highlight=False,
+            f"[yellow]withheld[/] {escape(flag.path)}: {escape(flag.reason)}: {escape(repr(flag.sentence))} (approve: sha256 {flag.sha256})",
+            highlight=False, soft_wrap=True,
         )
     return result
 
@@ -267,7 +287,7 @@ def admission_approve(
     except (IngestError, PolicyError) as exc:
         fail(str(exc))
     for rel, digest in pinned.items():
-        console.print(f"approved {rel} sha256 {digest}")
+        console.print(f"approved {rel} sha256 {digest}", markup=False)
     console.print(f"{len(pinned)} document(s) approved; run `citedocs ingest` to admit them")
 
 
@@ -279,9 +299,14 @@ def _eval_corpus(services, cases: Path, corpus: str | None) -> str:
         return corpus
     named = corpus_named_by(cases)
     if named in [c.name for c in services.corpora()]:
-        err.print(f"corpus {named} (named by {cases.name}; --corpus overrides)")
+        err.print(f"corpus {named} (named by {cases.name}; --corpus overrides)", markup=False)
         return named
     return config.default_corpus()
+
+
+def _place(title: str, section: str) -> str:
+    """"Page › Section", or the page alone when its section is the page (no headings): not "Proxies › Proxies"."""
+    return title if section == title else f"{title} › {section}"
 
 
 def _print_hits(result, as_json: bool) -> None:
@@ -294,6 +319,7 @@ def _print_hits(result, as_json: bool) -> None:
                 "section": h.chunk.section,
                 "url": h.chunk.url,
                 "snippet": h.chunk.text[:300],
+                "text": h.chunk.text,  # the whole chunk, as a citation's `text`: a snippet may cut a command
                 "stages": h.stages.__dict__,
             }
             for h in result.hits
@@ -308,11 +334,11 @@ def _print_hits(result, as_json: bool) -> None:
     for n, hit in enumerate(result.hits, start=1):
         chunk = hit.chunk
         match = f"  match {hit.stages.rerank_score:.2f}" if hit.stages.rerank_score is not None else ""
-        console.print(f"[bold]{n}. {chunk.id}[/]  score {hit.score:.3f}{match}")
-        console.print(f"   {chunk.title} › {chunk.section}")
-        console.print(f"   [link={chunk.url}]{chunk.url}[/link]")
+        console.print(f"[bold]{n}. {escape(chunk.id)}[/]  score {hit.score:.3f}{match}", soft_wrap=True)
+        console.print(f"   {_place(chunk.title, chunk.section)}", markup=False, soft_wrap=True)
+        console.print(Text.assemble("   ", (chunk.url, Style(link=chunk.url))), soft_wrap=True)
         snippet = " ".join(chunk.text.split())[:200]
-        console.print(f"   [dim]{snippet}…[/]", highlight=False)
+        console.print(f"   {snippet}…", style="dim", markup=False, highlight=False, soft_wrap=True)
     timings = ", ".join(f"{k} {v:.0f} ms" for k, v in result.stage_ms.items())
     console.print(f"[dim]{timings}[/]")
 
@@ -364,7 +390,7 @@ def eval_retrieval(
     except (CaseFileError, UnknownCorpus) as exc:
         fail(str(exc))
     report: dict[str, dict] = {}
-    table = Table(title=f"retrieval on {sum(c.answerable for c in loaded)} answerable cases ({cases.name})")
+    table = Table(title=f"retrieval on {sum(c.answerable for c in loaded)} answerable cases ({escape(cases.name)})")
     for column in ("mode", "R@1", "R@5", "R@8", "anchor R@8", "MRR", "nDCG@8"):
         table.add_column(column)
     for mode in wanted:
@@ -382,14 +408,14 @@ def eval_retrieval(
     console.print(table)
     if json_out:
         json_out.write_text(json.dumps(report, indent=2))
-        console.print(f"wrote {json_out}")
+        console.print(f"wrote {json_out}", markup=False)
     if gate is not None:
         failures = check_retrieval_floors(report[GATED_MODE]["summary"]["all"], gate)
         if failures:
             for failure in failures:
-                err.print(f"[bold red]gate:[/] {failure}")
+                err.print(f"[bold red]gate:[/] {escape(failure)}", soft_wrap=True)
             raise typer.Exit(1)
-        console.print(f"[green]gate passed[/] ({gate}: retrieval floors)")
+        console.print(f"[green]gate passed[/] ({escape(str(gate))}: retrieval floors)")
 
 
 BackendOpt = Annotated[
@@ -400,17 +426,18 @@ BackendOpt = Annotated[
 def _print_answer(response) -> None:
     if response.refused:
         console.print(f"[bold yellow]Not covered by the docs[/] ({response.refusal_reason.split(':')[0]})")
-        console.print(response.answer)
+        console.print(response.answer, markup=False, soft_wrap=True)
     else:
         numbers = {c.id: n for n, c in enumerate(response.citations, start=1)}
         text = response.answer
         for cid, n in numbers.items():
             text = text.replace(f"[{cid}]", f"[{n}]")
-        console.print(text, highlight=False)
+        console.print(text, highlight=False, markup=False, soft_wrap=True)
         console.print()
         for citation in response.citations:
-            console.print(f"[{numbers[citation.id]}] {citation.title} › {citation.section}")
-            console.print(f"    [link={citation.url}]{citation.url}[/link]  [dim]{citation.id}[/]")
+            console.print(f"[{numbers[citation.id]}] {_place(citation.title, citation.section)}", markup=False, soft_wrap=True)
+            line = Text.assemble("    ", (citation.url, Style(link=citation.url)), "  ", (citation.id, "dim"))
+            console.print(line, soft_wrap=True)
     console.print(f"[dim]trace {response.trace_id} · corpus version {response.corpus_version}[/]")
 
 
@@ -526,12 +553,16 @@ def _serve(host: str, port: int, backend: str | None, on_ready: Callable[[str], 
 
         start_in_process(services)
     auth = "API keys required" if config.setting("auth") == "required" else "no auth (local use)"
-    logging.getLogger("citedocs.serve").info(
-        f"citedocs on http://{host}:{port} (API docs: /docs; {auth}; {workers} worker(s), backend {kind})",
-        extra={"pruned_traces": pruned},
-    )
-    if on_ready is not None:
-        _when_ready(host, port, on_ready)
+
+    def running(base: str) -> None:  # said once it answers, not when it is about to start listening
+        logging.getLogger("citedocs.serve").info(
+            f"citedocs on http://{host}:{port} (API docs: /docs; {auth}; {workers} worker(s), backend {kind})",
+            extra={"pruned_traces": pruned},
+        )
+        if on_ready is not None:
+            on_ready(base)
+
+    _when_ready(host, port, running)
     if workers > 1:  # each worker process loads its own models (api.app.worker_app); see threads.py for why
         os.environ[threads.SERVE_WORKERS_ENV] = str(workers)
         os.environ["CITEDOCS_BACKEND"] = kind
@@ -578,15 +609,15 @@ def up(
     name = corpus or corpus_name_for(source)
     _check_port(host, port)  # before the ingest, which may take minutes
     if is_url(source):
-        result = _run_ingest(source, name, None, crawl_settings=CrawlSettings(), replace_source=replace_source)
+        result = _run_ingest(source, name, None, crawl_settings=CrawlSettings(), replace_source=replace_source, notes_summed_up=True)
     else:
-        result = _run_ingest(Path(source), name, base_url, docs_format=docs_format, replace_source=replace_source)
+        result = _run_ingest(Path(source), name, base_url, docs_format=docs_format, replace_source=replace_source, notes_summed_up=True)
     if not (result.added or result.changed):
-        console.print(f"nothing to re-embed: corpus {name} was indexed already")
+        console.print(f"nothing to re-embed: corpus {name} was indexed already", markup=False)
     os.environ[config.SETTINGS["corpus"].env] = name  # the chat (and every request without a corpus) asks these docs
 
     def ready(base: str) -> None:
-        console.print(f"chat: {base}/ (corpus {name}; HTTP API: {base}/docs; Ctrl+C stops)", highlight=False, soft_wrap=True)
+        console.print(f"chat: {base}/ (corpus {name}; HTTP API: {base}/docs; Ctrl+C stops)", highlight=False, soft_wrap=True, markup=False)
         if open_browser:
             webbrowser.open(f"{base}/")
 
@@ -602,7 +633,7 @@ def llm_install() -> None:
         path = install_model()
     except ModelFileError as exc:
         fail(str(exc))
-    console.print(f"model verified at {path}")
+    console.print(f"model verified at {path}", markup=False)
 
 
 @llm_app.command("verify")
@@ -614,7 +645,7 @@ def llm_verify() -> None:
         path = verify_model()
     except ModelFileError as exc:
         fail(str(exc))
-    console.print(f"model verified at {path}")
+    console.print(f"model verified at {path}", markup=False)
 
 
 @llm_app.command("serve")
@@ -685,7 +716,7 @@ def copy_index(
     except UnknownCorpus as exc:
         fail(str(exc))
     for name, count in copied.items():
-        console.print(f"copied corpus {name}: {count} chunks")
+        console.print(f"copied corpus {name}: {count} chunks", markup=False)
 
 
 @app.command()
@@ -734,15 +765,15 @@ def insights(
         writer.writerows(rows)
         return
     span = report["range"]
-    console.print(f"[bold]{span['since']} .. {span['until']}[/]" + (f" corpus {corpus}" if corpus else ""), highlight=False)
+    console.print(f"[bold]{span['since']} .. {span['until']}[/]" + (f" corpus {escape(corpus)}" if corpus else ""), highlight=False)
     if report.get("message"):
-        console.print(report["message"], highlight=False)
+        console.print(report["message"], highlight=False, markup=False, soft_wrap=True)
     section = None
     for name, item, value, detail in rows:
         if name != section:
             section = name
             console.print(f"\n[bold]{name.replace('_', ' ')}[/]", highlight=False)
-        console.print(f"  {item}: {value}" + (f"  ({detail})" if detail else ""), highlight=False, soft_wrap=True)
+        console.print(f"  {item}: {value}" + (f"  ({detail})" if detail else ""), highlight=False, soft_wrap=True, markup=False)
 
 
 @traces_app.command("prune")
@@ -791,7 +822,7 @@ def keys_create(
         fail(str(exc))
     kind = f"{key.scope} key {key.key_id}" if key.scope != "full" else key.key_id
     origins = f" (origins {', '.join(key.origins)})" if key.publishable else ""
-    err.print(f"created {kind} for tenant {key.tenant}{origins}; the key below is shown only once:")
+    err.print(f"created {kind} for tenant {key.tenant}{origins}; the key below is shown only once:", markup=False)
     print(secret)
 
 
@@ -805,7 +836,7 @@ def keys_revoke(key_id: Annotated[str, typer.Argument(help="The key id (from `ci
         key = services.revoke_key(key_id)
     except UnknownKey as exc:
         fail(str(exc))
-    console.print(f"revoked {key.key_id} (tenant {key.tenant}) at {key.revoked_at}")
+    console.print(f"revoked {key.key_id} (tenant {key.tenant}) at {key.revoked_at}", markup=False)
 
 
 @keys_app.command("list")
@@ -815,13 +846,14 @@ def keys_list(
     """List API keys (ids, tenants, names, scopes and origins, dates; never the secrets)."""
     keys = _services().keys(tenant)
     if not keys:
-        console.print("no API keys" + (f" for tenant {tenant}" if tenant else "") + "; create one with `citedocs keys create --tenant T`")
+        console.print("no API keys" + (f" for tenant {tenant}" if tenant else "") + "; create one with `citedocs keys create --tenant T`", markup=False)
         return
     table = Table()
     for column in ("key id", "tenant", "name", "scope", "origins", "created", "revoked"):
         table.add_column(column)
     for key in keys:
-        table.add_row(key.key_id, key.tenant, key.name, key.scope, " ".join(key.origins), key.created_at, key.revoked_at or "")
+        cells = (key.key_id, key.tenant, key.name, key.scope, " ".join(key.origins), key.created_at, key.revoked_at or "")
+        table.add_row(*map(escape, cells))
     console.print(table)
 
 
@@ -873,15 +905,15 @@ def eval_answers(
             loaded, cases, services, corpus, lambda done, total: bar.update(task, completed=done), llm_judge, keep_row
         )
     write_outputs(run, out, previous)
-    console.print((out / "report.md").read_text(), markup=False, highlight=False)
-    console.print(f"wrote {out}/rows.jsonl, summary.json, report.md, report.html")
+    console.print((out / "report.md").read_text(), markup=False, highlight=False, soft_wrap=True)
+    console.print(f"wrote {out}/rows.jsonl, summary.json, report.md, report.html", markup=False)
     if gate:
         failures = check_gate(run.summary, gate, [c.id for c in loaded])
         if failures:
             for failure in failures:
-                err.print(f"[bold red]gate:[/] {failure}")
+                err.print(f"[bold red]gate:[/] {escape(failure)}", soft_wrap=True)
             raise typer.Exit(1)
-        console.print(f"[green]gate passed[/] ({gate})")
+        console.print(f"[green]gate passed[/] ({escape(str(gate))})")
 
 
 def _llm_judge(services):
@@ -972,9 +1004,9 @@ def demo(
         fail(f"bundled Astro docs not found at {source}; set CITEDOCS_ASTRO_DOCS to the docs folder")
     _run_ingest(source, config.ASTRO_CORPUS_NAME, config.ASTRO_BASE_URL)
     services = Services.open(backend="extractive")
-    console.rule(f"search: {question}")
+    console.rule(f"search: {escape(question)}")
     _print_hits(services.search(question, config.ASTRO_CORPUS_NAME, 5), as_json=False)
-    console.rule(f"ask: {question}")
+    console.rule(f"ask: {escape(question)}")
     _print_answer(services.ask(AskRequest(question=question, corpus=config.ASTRO_CORPUS_NAME)))
 
 
@@ -1001,7 +1033,7 @@ def sources_set(
     pull: Annotated[bool, typer.Option("--pull", help="git: allow each sync to `git pull --ff-only` the branch (else the tree is read as is).")] = False,
     every: Annotated[Optional[str], typer.Option(help="Sync on a schedule, e.g. 30m, 6h, 1d (jittered by +-10%).")] = None,
     eval_file: Annotated[Optional[Path], typer.Option("--eval", help="Release gate: a JSONL case file run on each new version before it goes live.")] = None,
-    floor: Annotated[Optional[list[str]], typer.Option("--floor", help="Release gate floor, metric=value (e.g. answer_accuracy=0.8); repeatable.")] = None,
+    floor: Annotated[Optional[list[str]], typer.Option("--floor", help="Release gate floor, metric=value (e.g. refusal_recall=0.8 or mrr=0.7; a metric of `citedocs eval`'s summary, an unknown one is an error naming them all); repeatable.")] = None,
     base_url: Annotated[Optional[str], typer.Option(help="Public URL the docs are served under (default: remembered).")] = None,
     docs_format: Annotated[Optional[str], typer.Option("--format", help="Docs format (default: remembered, else detected).")] = None,
     tenant: TenantOpt = config.DEFAULT_TENANT,
@@ -1029,7 +1061,7 @@ def sources_set(
     except (SourceError, CrawlError, InvalidName, CorpusOwnedByOtherTenant) as exc:
         fail(str(exc))
     when = f"; next scheduled sync at {source.next_sync_at}" if source.next_sync_at else ""
-    console.print(f"corpus {corpus} (tenant {tenant}) is read from {kind} {source.location}{when}")
+    console.print(f"corpus {corpus} (tenant {tenant}) is read from {kind} {source.location}{when}", markup=False)
 
 
 @sources_app.command("list")
@@ -1044,10 +1076,11 @@ def sources_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> No
         table.add_column(column)
     for row in rows:
         last = row["last_sync"]
-        table.add_row(
+        cells = (
             row["name"], row["tenant"], f"{row['source']['kind']} {row['source']['location']}", row["version"] or "",
             str(row["chunks"]), f"{last['status']} {last['finished_at'] or last['created_at']}" if last else "", row["next_sync_at"] or "",
         )
+        table.add_row(*map(escape, cells))
     console.print(table)
 
 
@@ -1061,7 +1094,7 @@ def sources_webhook_secret(corpus: Annotated[str, typer.Argument(help="Corpus na
         secret = syncs.rotate_webhook_secret(corpus)
     except UnknownCorpus as exc:
         fail(str(exc))
-    err.print(f"webhook secret for corpus {corpus} (any previous one stops working); shown only once:")
+    err.print(f"webhook secret for corpus {corpus} (any previous one stops working); shown only once:", markup=False)
     print(secret)
 
 
@@ -1093,9 +1126,9 @@ def _follow(syncs, job_id: str) -> "object":
 
 
 def _print_job(job) -> None:
-    console.print(_job_line(job), highlight=False)
+    console.print(_job_line(job), highlight=False, markup=False, soft_wrap=True)
     for line in ((job.report or {}).get("gate") or {}).get("lines", []):
-        console.print(f"  release gate: {line}", highlight=False)
+        console.print(f"  release gate: {line}", highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command()
@@ -1121,9 +1154,9 @@ def sync(
         except UnknownCorpus as exc:
             fail(str(exc))
         if not created:
-            err.print(f"corpus {name} already has a {job.status} sync: {job.id}")
+            err.print(f"corpus {name} already has a {job.status} sync: {job.id}", markup=False)
         if queue and not follow:
-            console.print(f"queued {job.id} for corpus {name}" if created else f"{job.id} ({job.status})")
+            console.print(f"queued {job.id} for corpus {name}" if created else f"{job.id} ({job.status})", markup=False)
             continue
         if created and not queue:
             with ingest_progress() as report:
@@ -1148,7 +1181,7 @@ def jobs_list(
         print(json.dumps({"jobs": [j.as_dict() for j in jobs]}, indent=2))
         return
     for job in jobs:
-        console.print(f"{job.created_at}  {_job_line(job)}", highlight=False)
+        console.print(f"{job.created_at}  {_job_line(job)}", highlight=False, markup=False, soft_wrap=True)
     if not jobs:
         console.print("no sync jobs yet; start one with `citedocs sync CORPUS`")
 
@@ -1199,7 +1232,7 @@ def main() -> None:
     try:
         app()
     except (config.ConfigError, StoreUnavailable) as exc:
-        err.print(f"[bold red]error:[/] {exc}")
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
         raise SystemExit(2) from None
 
 

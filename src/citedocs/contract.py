@@ -14,6 +14,7 @@ MAX_HISTORY_TURNS = 20
 class RefusalReason(str, Enum):
     low_retrieval_confidence = "low_retrieval_confidence"
     question_terms_not_in_docs = "question_terms_not_in_docs"
+    terms_not_in_passages = "terms_not_in_passages"
     model_declined = "model_declined"
     nothing_verifiable = "nothing_verifiable"
     backend_error = "backend_error"

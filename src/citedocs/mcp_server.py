@@ -46,7 +46,8 @@ ASK_DESCRIPTION = (
     "the URLs when you use the answer. The answer MAY BE A REFUSAL: when `refused` is true the docs "
     "do not support an answer, `answer` says so and `refusal_reason` says why (e.g. "
     "`question_terms_not_in_docs: the docs don't mention X`, which often means the option or API "
-    "does not exist). Do not invent an answer after a refusal. Pass earlier turns in `history` for "
+    "does not exist; `terms_not_in_passages` means the docs mention X elsewhere: search_docs for it). "
+    "Do not invent an answer after a refusal. Pass earlier turns in `history` for "
     "follow-up questions."
 )
 

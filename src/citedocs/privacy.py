@@ -88,7 +88,7 @@ def redact_trace(payload: dict) -> None:
     def hide(term: str) -> str:
         return next((marker for secret, marker in secrets if term in secret), redact(term))
 
-    terms = payload.get("missing_terms") or []
+    terms = [*(payload.get("missing_terms") or []), *(payload.get("unretrieved_terms") or [])]
     hidden = [hide(t) for t in terms]
     # a refusal's reason and text name the terms; an answer's text is the docs' own words
     quoting = ("refusal_reason", "answer") if payload.get("refused") else ("refusal_reason",)
@@ -96,8 +96,10 @@ def redact_trace(payload: dict) -> None:
         if isinstance(payload.get(field), str):
             for term, marker in sorted(zip(terms, hidden), key=lambda pair: -len(pair[0])):
                 payload[field] = payload[field].replace(term, marker)
-    if terms:
-        payload["missing_terms"] = hidden
+    for key in ("missing_terms", "unretrieved_terms"):  # the gate's two lists, in that order
+        named = len(payload.get(key) or [])
+        if named:
+            payload[key], hidden = hidden[:named], hidden[named:]
     for field in ("question", "rewritten_query", "expansion", *quoting):
         if isinstance(payload.get(field), str):
             payload[field] = redact(payload[field])

@@ -149,6 +149,7 @@ def run_eval(
         "dataset_hash": dataset,
         "config": config,
         "corpus_version": rows[0]["corpus_version"] if rows else None,
+        "top_k": AskRequest.model_fields["top_k"].default,  # chunks each case retrieved: recall beyond it is recall at it
         "overall": summarize_rows(rows),
         "buckets": summarize_by_bucket(rows),
         "case_ids": [c.id for c in cases],

@@ -16,6 +16,9 @@ sentence chosen to answer brings along the pieces it cannot stand without:
   not quoted at all (half a procedure reads as a whole one);
 * a sentence that **refers back** ("This means ...", "Otherwise, ...", "In the above example, ...")
   brings the sentence before it, or the code block before it with that block's announcement;
+* a **table row** brings its table's header row (the first row of the table in its chunk), so the
+  quote says what each cell is; both rows are quoted as the chunk holds them, so the validator
+  checks them word for word;
 * the first sentence of a **definition** brings its term (the short line above it without
   sentence punctuation, as readers render ``<dt>`` and reST definition lists);
 * a sentence of an **API entry** (a section whose heading is the entry's signature or name, as the
@@ -193,11 +196,20 @@ def _antecedent(pieces: tuple[Piece, ...], i: int) -> list[int]:
     return [i - 1] if previous.kind == "prose" else []
 
 
+def _header(pieces: tuple[Piece, ...], i: int) -> list[int]:
+    """The header row of the table row at ``i`` (its table's first row in the chunk), unless it is that row."""
+    start = _run_start(pieces, i)
+    header_line = pieces[start].line
+    return [] if pieces[i].line == header_line else [j for j in _run(pieces, start) if pieces[j].line == header_line]
+
+
 def unit_of(pieces: tuple[Piece, ...], i: int) -> AnswerUnit | None:
     """The unit that quoting piece ``i`` takes, or None when it cannot be quoted whole."""
     piece = pieces[i]
     if piece.kind == "step":
         return _steps(pieces, i)
+    if piece.kind == "row":
+        return AnswerUnit((*_header(pieces, i), i))
     before = [i - 1] if piece.first and i > 0 and _is_term(pieces[i - 1]) else _antecedent(pieces, i)
     if (piece.last and announces(piece.text)) or _POINTS_AHEAD.match(piece.text):
         after = _announced(pieces, i)

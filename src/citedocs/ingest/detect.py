@@ -127,8 +127,24 @@ def _mkdocs_site(data: dict, zensical: bool = False) -> tuple[SiteOptions, list[
     definition_lists = bool(extensions.keys() & _DEF_LIST) or (zensical and not extensions)
     if not definition_lists:
         notes.append("def_list not enabled (':   ' lines are text)")
-    site = SiteOptions(directory_urls, name, tuple(sorted(options.items())), separator, definition_lists=definition_lists)
+    site = SiteOptions(
+        directory_urls, name, tuple(sorted(options.items())), separator, definition_lists=definition_lists,
+        nav_titles=tuple(_nav_titles(data.get("nav"))),
+    )
     return site, notes
+
+
+def _nav_titles(nav: object) -> list[tuple[str, str]]:
+    """(page path, title) for every ``Title: page.md`` entry of an MkDocs ``nav``, sections included;
+    a bare ``page.md`` or a link to a URL names no title of a page."""
+    found: list[tuple[str, str]] = []
+    for entry in nav if isinstance(nav, list) else []:
+        for title, target in entry.items() if isinstance(entry, dict) else ():
+            if isinstance(target, list):
+                found += _nav_titles(target)
+            elif isinstance(target, str) and title is not None and "://" not in target:
+                found.append((target.strip().removeprefix("./"), str(title)))
+    return found
 
 
 def _read_config(config: Path) -> object:

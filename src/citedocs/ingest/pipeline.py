@@ -92,6 +92,7 @@ class IngestReport:
             "files": [asdict(d) for d in outcomes],
             "flagged_sentences": [asdict(f) for f in self.flagged],
             "hidden_content": [asdict(h) for h in self.hidden],
+            "notes": self.notes,  # what the readers dropped or could not resolve, "<path>: <note>"
         }
         path.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
 

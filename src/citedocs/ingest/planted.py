@@ -31,10 +31,10 @@ from urllib.parse import SplitResult, urlsplit
 
 from confusable_homoglyphs.confusables import confusables_data
 
-from ..sentences import split_units
+from ..sentences import split_lines, split_sentences, split_units
 from .document import Block, ParsedPage
 
-RULES_VERSION = "3"  # part of the screen's fingerprint: changing the rules (or what the readers drop as hidden) re-reads every file
+RULES_VERSION = "4"  # part of the screen's fingerprint: changing the rules (or what the readers drop as hidden) re-reads every file
 
 
 # perceived text --------------------------------------------------------------------------------
@@ -415,8 +415,11 @@ class Screen:
         return flagged
 
     def withhold(self, page: ParsedPage) -> tuple[ParsedPage, list[FlaggedSentence]]:
-        """The page without its flagged sentences, and what was withheld."""
+        """The page without its flagged sentences, and what was withheld. A flagged line of a code
+        block takes the whole block with it (what is left is output or steps without their command),
+        and the sentence announcing that block ("Install it with:"); a note says so."""
         withheld: list[FlaggedSentence] = []
+        notes: list[str] = []
         sections = []
         for section in page.sections:
             blocks = []
@@ -424,12 +427,34 @@ class Screen:
                 flagged = self.flags(page.doc_path, block.text)
                 text = block.text
                 for flag in flagged:
-                    text = text.replace(flag.sentence, "", 1)
+                    fence = next((b for b, is_code in split_lines(text) if is_code and flag.sentence in b), None)
+                    if fence is None:
+                        text = text.replace(flag.sentence, "", 1)
+                        continue
+                    before, _, after = text.partition(fence)
+                    if before.strip():
+                        text = _without_announcement(before) + after
+                    else:  # the block opens this one: its announcement ends the block before
+                        text = after
+                        if blocks:
+                            kept = _without_announcement(blocks[-1].text).strip()
+                            blocks[-1:] = [replace(blocks[-1], text=kept)] if kept else []
+                    notes.append(f"code block withheld whole: its line {flag.sentence.splitlines()[0]!r} is a planted instruction")
                 withheld.extend(flagged)
                 if text.strip():
                     blocks.append(Block(text.strip(), block.splittable_after) if flagged else block)
             sections.append(replace(section, blocks=blocks))
-        return replace(page, sections=sections), withheld
+        return replace(page, sections=sections, notes=page.notes + tuple(notes)), withheld
+
+
+def _without_announcement(text: str) -> str:
+    """``text`` without its last sentence when that sentence announces what followed it (ends in ``:``)."""
+    head, _, line = text.rstrip().rpartition("\n")
+    sentences = split_sentences(line.strip())
+    if not sentences or not sentences[-1].endswith(":"):
+        return text
+    kept = line[: line.rfind(sentences[-1])].rstrip()
+    return f"{head}\n{kept}\n" if head else f"{kept}\n"
 
 
 _SENTENCE_END = re.compile(r"[.!?:;][\"')\]*_`]*$")

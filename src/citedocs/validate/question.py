@@ -1,6 +1,6 @@
 """Refuse before generating when the question asks about things the docs never mention.
 
-Four general signals, none tuned per question:
+Six general signals, none tuned per question:
 * code the user quotes (a backticked span or a quoted value) whose tokens never appear in that
   order anywhere in the corpus: the user names a setting the docs do not have (call arguments,
   string values, file paths and URLs are the user's own and are not looked up);
@@ -10,7 +10,16 @@ Four general signals, none tuned per question:
   like quoted code, occurs nowhere in the corpus, and so a keyword argument (``the timeout= argument
   of CliRunner.invoke``) whose name the corpus never mentions;
 * a proper name (capitalised, not sentence-initial) that occurs nowhere in the corpus: the
-  question is about a product or service the docs do not cover.
+  question is about a product or service the docs do not cover;
+* a lowercase name the question uses as a tool or library ("with gevent", "the gevent worker") that
+  occurs nowhere in the corpus;
+* a command line written without backticks ("run citedocs backup", "the citedocs backup command")
+  of a program the corpus runs (a code line starts with it) but never with that subcommand.
+
+A code-like term the retrieved passages lack is looked up in the whole corpus too: the refusal says
+"the docs don't mention X" only when that is true (``QuestionTerms.absent``); a term the docs have
+elsewhere is ``QuestionTerms.elsewhere``, not a docs gap. Terms are named as the user wrote them
+(``pipelining=True``, not ``pipelining_true``).
 
 What the user names as their own is never looked up: quoted file names and paths, URLs, call
 arguments, code introduced as theirs ("a component called `mybanner`", "my docs/api/ folder"),
@@ -24,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from babel import Locale
@@ -50,12 +60,37 @@ _CLITIC = re.compile(r"'(?:s|m|re|ve|ll|d|t)$", re.IGNORECASE)
 _PROGRAM = re.compile(r"[a-z][a-z0-9_-]*")  # the first word of a command line
 # words that make a quoted span a statement of the user's own code, not a name the docs should define
 _STATEMENT_WORDS = frozenset("for in if else as import from def return lambda await async with while class const let var function except try yield".split())
+_NAME = r"[a-z][a-z0-9_-]*[a-z0-9]"  # a lowercase tool, package or (sub)command name
+# "run citedocs backup?", "run citedocs sync --dry-run?", "the citedocs backup command": a command
+# line written as plain words (program, subcommand, flags)
+_FLAGS = r"((?:\s+--?[a-z][\w-]*)*)"
+_COMMAND_LINES = (
+    re.compile(
+        rf"\b(?:run|runs|running|execute|executing|invoke|invoking)\s+({_NAME})\s+({_NAME}){_FLAGS}"
+        r"(?=\s*(?:[?.,;:!)]|$)|\s+(?:to|for|command|subcommand)\b)"
+    ),
+    re.compile(rf"\b({_NAME})\s+({_NAME}){_FLAGS}\s+(?:sub)?command\b"),
+)
+# "with gevent", "using gevent", "the gevent worker": a lowercase word used as the name of a tool
+_TOOL_NAMES = (
+    re.compile(rf"\b(?:with|using|via|under|behind)\s+({_NAME})\b(?![-.:/=(])"),
+    re.compile(rf"\b({_NAME})\s+(?:library|package|module|plugin|extension|integration|adapter|driver|server|worker|backend)s?\b"),
+)
 
 
 class CorpusProbe(Protocol):
     def mentions(self, term: str) -> bool: ...
 
     def has_sequence(self, parts: list[str]) -> bool: ...
+
+    def runs_program(self, program: str) -> bool: ...
+
+
+def starts_command_line(program: str, text: str) -> bool:
+    """Whether ``text`` runs ``program``: a code line, or a code span, that starts with it (after a
+    ``$`` prompt): ``astro dev``, not "unit tests"."""
+    pattern = rf"^[ \t]*(?:\$\s*)?{re.escape(program)}(?:[ \t]|$)|`(?:\$\s*)?{re.escape(program)} [^`\n]*`"
+    return re.search(pattern, text, re.M) is not None
 
 
 def contains_sequence(haystack: list[str], needle: list[str]) -> bool:
@@ -108,10 +143,18 @@ def _proper_names(question: str) -> list[str]:
 
 
 def _as_written(term: str, question: str) -> str:
-    """``client_hover`` as the user typed it (``client:hover``), for the refusal message."""
-    for raw in re.findall(r"-{0,2}[\w$@][\w$@.:/\-]*", question):
-        if "_".join(code_parts(raw)) == term:
-            return raw.rstrip(".:")
+    """``client_hover`` as the user typed it (``client:hover``, ``pipelining=True``, ``--prod``), for
+    the refusal message: the shortest run of the question whose parts are the term's, joined by
+    code punctuation (no spaces), with a leading ``-``/``@``/``$``."""
+    parts = term.split("_")
+    found = list(_PART.finditer(question.lower()))
+    for i in range(len(found) - len(parts) + 1):
+        run = found[i : i + len(parts)]
+        start, end = run[0].start(), run[-1].end()
+        if [m.group() for m in run] == parts and not any(c.isspace() for c in question[start:end]):
+            while start and question[start - 1] in "-@$":
+                start -= 1
+            return question[start:end]
     return term
 
 
@@ -123,12 +166,48 @@ def asked_part(question: str) -> str:
     return " ".join(asked_sentences(question))
 
 
-def unsupported_question_terms(question: str, evidence: list[Chunk], probe: CorpusProbe) -> list[str]:
-    """Terms of the question the docs cannot speak to (empty list: nothing suspicious)."""
+def _command_lines_missing(unquoted: str, probe: CorpusProbe) -> list[str]:
+    """Unquoted command lines (``run citedocs backup``) of a program the corpus names, with a
+    subcommand it never gives that program; another tool's commands are the user's own."""
+    missing = []
+    for pattern in _COMMAND_LINES:
+        for program, sub, flags in pattern.findall(unquoted):
+            if {program, sub} & STOPWORDS or not probe.runs_program(program):
+                continue  # not a program the docs run: words ("run unit tests"), or another tool's command
+            if not probe.has_sequence(code_parts(f"{program} {sub}{flags}")):
+                missing.append(f"{program} {sub}{flags}")
+    return missing
+
+
+def _tool_names_missing(unquoted: str, probe: CorpusProbe) -> list[str]:
+    """Lowercase words used as the name of a tool or library ("with gevent") the corpus never uses, in
+    any form (a word is looked up stemmed, as search reads it: "caching" is there if "cache" is)."""
+    names = [name for pattern in _TOOL_NAMES for name in pattern.findall(unquoted)]
+    return [
+        n for n in names
+        if n not in STOPWORDS and len(n) >= 3 and not (probe.mentions(n) if n.isalnum() else probe.has_sequence(code_parts(n)))
+    ]
+
+
+@dataclass
+class QuestionTerms:
+    """What the question names that the evidence cannot speak to, as the user wrote it."""
+
+    absent: list[str] = field(default_factory=list)  # the whole corpus never mentions them
+    elsewhere: list[str] = field(default_factory=list)  # the corpus does, but no retrieved passage
+
+    @property
+    def all(self) -> list[str]:
+        return self.absent + self.elsewhere
+
+
+def unsupported_question_terms(question: str, evidence: list[Chunk], probe: CorpusProbe) -> QuestionTerms:
+    """Terms of the question the docs cannot speak to (none: nothing suspicious)."""
     question = _URL.sub(" ", asked_part(question))
     missing: list[str] = _quoted_code_missing(question, probe)
     unquoted = re.sub(r"`[^`]*`|\"[^\"]*\"", " ", question)
     unquoted = _USER_OWN_TOKEN.sub(r"\1", unquoted)
+    elsewhere: list[str] = []
     chunk_terms = [content_terms(f"{c.title} {' '.join(c.heading_path)} {c.text}") for c in evidence]
     for term in sorted(specific_terms(unquoted)):
         parts = {p for p in term.split("_") if len(p) > 1}
@@ -136,7 +215,10 @@ def unsupported_question_terms(question: str, evidence: list[Chunk], probe: Corp
             continue
         normalized = {next(iter(content_terms(p)), p) for p in parts}
         if not any(normalized <= terms for terms in chunk_terms):
-            missing.append(_as_written(term, unquoted))
+            found = probe.has_sequence(term.split("_"))
+            (elsewhere if found else missing).append(_as_written(term, unquoted))
+    missing += _command_lines_missing(unquoted, probe)
+    missing += _tool_names_missing(unquoted, probe)
     for name in _API_NAME.findall(unquoted):
         parts = code_parts(name)
         abbreviation = all(len(p) == 1 for p in parts)  # "i.e.", "e.g."
@@ -148,7 +230,20 @@ def unsupported_question_terms(question: str, evidence: list[Chunk], probe: Corp
     for name in _proper_names(question):
         if not probe.mentions(name.lower()):
             missing.append(name)
-    first_spelling: dict[str, str] = {}  # one mention per term (`app.x` and `@app.x` are one)
-    for term in missing:
-        first_spelling.setdefault("_".join(code_parts(term)), term)
-    return list(first_spelling.values())
+    absent = _one_mention_each(missing)
+    named = [code_parts(term) for term in absent]
+    return QuestionTerms(absent, [t for t in _one_mention_each(elsewhere) if not _within(code_parts(t), named)])
+
+
+def _within(parts: list[str], others: list[list[str]]) -> bool:
+    return any(contains_sequence(other, parts) for other in others)
+
+
+def _one_mention_each(terms: list[str]) -> list[str]:
+    """The first spelling of each term (`app.x` and `@app.x` are one), without the terms that are a
+    piece of another (`pipelining=` of `pipelining=True`, `LoadMode` of `@Env.LoadMode`)."""
+    first_spelling: dict[tuple[str, ...], str] = {}
+    for term in terms:
+        first_spelling.setdefault(tuple(code_parts(term)), term)
+    keys = [list(k) for k in first_spelling]
+    return [t for k, t in first_spelling.items() if not _within(list(k), [o for o in keys if o != list(k)])]

@@ -59,15 +59,17 @@ class SiteOptions:
     # Python-Markdown's ``def_list`` (``:   definition``): MkDocs reads it only where the config's
     # ``markdown_extensions`` enables it; elsewhere such a line is paragraph text, as the site shows it
     definition_lists: bool = field(default=True, repr=False)
+    # MkDocs' ``nav``: (page path in the docs folder, its title there); a nav title names the page
+    nav_titles: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     def fingerprint(self) -> str:
         """Short and stable; part of the reader's version, so changing a setting rebuilds the index.
         ``html.`` leads when pages are ``.html`` files: a later ingest reads the layout back from the
         corpus's pipeline (``remembered_directory_urls``), since a flag may have chosen it. MyST and
-        Docusaurus settings join only where a site has them, so every other site keeps its fingerprint
+        Docusaurus settings and nav titles join only where a site has them, so every other site keeps its fingerprint
         (and index). ``nodl.`` marks a site without definition lists, read back the same way
         (``remembered_definition_lists``)."""
-        described = repr(self) + "".join(repr(extra) for extra in (self.myst, self.docusaurus) if extra)
+        described = repr(self) + "".join(repr(extra) for extra in (self.myst, self.docusaurus, self.nav_titles) if extra)
         digest = hashlib.sha256(described.encode()).hexdigest()[:8]
         return ("" if self.directory_urls else "html.") + ("" if self.definition_lists else "nodl.") + digest
 

@@ -319,6 +319,8 @@ class MarkdownReader:
     site_fields: Callable[[SiteOptions], dict] | None = None
     # why the generator does not publish a source file as a page ("" when it does): (doc_path, frontmatter)
     not_published: Callable[[str, dict], str] = lambda doc_path, meta: ""
+    # the title the site's navigation gives a page ("" for none); it wins over the page's own, as in MkDocs
+    nav_title: Callable[[str], str] = lambda doc_path: ""
 
     def for_site(self, site: SiteOptions) -> MarkdownReader:
         if self.site_fields is None:
@@ -346,7 +348,12 @@ class MarkdownReader:
             doc_path=source.rel_path,
             page=page_path(source.rel_path),
             url=url,
-            title=str(meta.get("title") or _first_h1(tokens, self.split_heading_id) or _title_from_name(source.rel_path)),
+            title=str(
+                self.nav_title(source.rel_path)
+                or meta.get("title")
+                or _first_h1(tokens, self.split_heading_id)
+                or _title_from_name(source.rel_path)
+            ),
             description=description,
             frontmatter=meta,
             sections=sections,

@@ -364,9 +364,11 @@ def page_url(base_url: str, doc_path: str, directory_urls: bool = True) -> str:
 
 
 def _site_fields(site: SiteOptions) -> dict:
-    """The slug function, URL layout and definition lists a site's ``mkdocs.yml`` configures."""
+    """The slug function, URL layout, definition lists and nav titles a site's ``mkdocs.yml`` configures."""
     slugify = toc_slugify(site.toc_slugify, dict(site.toc_slugify_options), site.toc_separator)
+    nav_titles = dict(site.nav_titles)
     return {
+        "nav_title": lambda doc_path: nav_titles.get(doc_path, ""),
         "new_slugger": partial(PythonMarkdownSlugger, slugify=slugify),
         "page_url": lambda base_url, doc_path, _meta: page_url(base_url, doc_path, site.directory_urls),
         "parser": build_parser(site.definition_lists),

@@ -67,12 +67,17 @@ function pillClick(event) {
   setTimeout(() => card.classList.remove("flash"), 1600);
 }
 
+/** A section worth naming beside the page title: not the title again (a page without headings). */
+function ownSection(citation) {
+  return Boolean(citation.section) && citation.section !== citation.title;
+}
+
 function pillMaker(t, numbers, citations) {
   const byId = new Map(citations.map((c) => [c.id, c]));
   return (id) => {
     const n = numbers.get(id);
     const citation = byId.get(id);
-    const label = citation ? `Source ${n}: ${citation.title}${citation.section ? " › " + citation.section : ""}` : `Source ${n}`;
+    const label = citation ? `Source ${n}: ${citation.title}${ownSection(citation) ? " › " + citation.section : ""}` : `Source ${n}`;
     return el(
       "button",
       {
@@ -113,7 +118,7 @@ function sourceCards(t, citations) {
           "div",
           { class: "card-title" },
           el("span", { class: "title", text: c.title || c.id }),
-          c.section ? el("span", { class: "section" }, el("span", { class: "sep", "aria-hidden": "true" }, " › "), c.section) : null,
+          ownSection(c) ? el("span", { class: "section" }, el("span", { class: "sep", "aria-hidden": "true" }, " › "), c.section) : null,
         ),
         el("span", { class: "score", title: "Retrieval score" }, `score ${formatScore(c.score)}`),
       ),

@@ -111,6 +111,7 @@ export function renderAnswer(answer, pill) {
 const REASONS = {
   low_retrieval_confidence: "No passage in the docs matched the question closely enough.",
   question_terms_not_in_docs: "Key terms of the question do not appear in the docs.",
+  terms_not_in_passages: "The docs mention key terms of the question, but no passage found for it does.",
   model_declined: "The retrieved passages do not contain the answer.",
   nothing_verifiable: "No sentence of the draft answer could be verified against a source.",
   backend_error: "The answering backend failed, so nothing could be verified.",
