@@ -285,3 +285,33 @@ def test_the_insights_cli_prints_json_csv_and_a_readable_report(tmp_path, monkey
     assert bad.exit_code == 2 and "7d, 24h, 2w" in bad.output
     both = runner.invoke(cli, ["insights", "--json", "--csv"])
     assert both.exit_code == 2 and "pick one" in both.output
+
+
+def test_gaps_group_questions_by_what_they_ask_about_not_by_how_they_are_asked():
+    """Whole questions group by their shared phrasing ("what's the best way to ... on my site");
+    their salient words group by topic, with the product name every question repeats left out."""
+    from citedocs.insights import cluster_questions, salient_text, shared_words
+    from citedocs.models.encoders import bi_encoder
+
+    questions = [
+        "What's the best way to send emails from my Acme site?",
+        "How do I configure SMTP for the contact form in Acme?",
+        "What's the best way to accept payments on my Acme site?",
+        "Can Acme charge credit cards with Stripe?",
+        "What's the best way to run Acme on Kubernetes?",
+        "Is there a Helm chart for Acme on k8s?",
+    ]
+    shared = shared_words(questions)
+    assert "acme" in shared and "kubernetes" not in shared
+    labels = cluster_questions(bi_encoder().encode([salient_text(q, "docs", shared) for q in questions]))
+    assert labels[0] == labels[1] and labels[2] == labels[3] and labels[4] == labels[5]
+    assert len({labels[0], labels[2], labels[4]}) == 3
+
+
+def test_salient_words_keep_every_script():
+    from citedocs.insights import salient_text
+
+    assert salient_text("Как настроить Kubernetes для сайта?") == "как настроить kubernetes для сайта"
+    assert salient_text("如何部署到Kubernetes集群？") == "如何部署到kubernetes集群"
+    assert salient_text("كيف أنشر الموقع على Kubernetes؟", "astro") == "كيف أنشر الموقع على kubernetes"
+    assert salient_text("How do I do it?") == "how do i do it?"  # nothing salient: the question whole

@@ -7,10 +7,12 @@ range, optionally of one corpus:
 - feedback up/down with its comments;
 - the most-cited pages and the pages never cited;
 - **docs gaps**: refused questions (a backend failure is not a gap) and down-voted answers, grouped
-  by topic: their bi-encoder (MiniLM) vectors (kept with each trace, from retrieval; a trace an older
-  citedocs wrote is encoded now) are clustered by scikit-learn's agglomerative
-  clustering (average linkage over cosine distance, cut at ``GAP_DISTANCE``, 0.6, so the number of groups
-  follows the data). Each group names its size, three example questions, the refusal reasons, the
+  by topic: each question's salient words (``salient_text``: without English stop words, the words
+  every docs question shares, and the corpus's name) are encoded by the bi-encoder (MiniLM) and
+  clustered by scikit-learn's agglomerative clustering (average linkage over cosine distance, cut at
+  ``GAP_DISTANCE``, so the number of groups follows the data). Whole questions group by their shared
+  phrasing ("how do I ... my Astro site") as much as by their topic; their salient words do not.
+  Each group names its size, three example questions, the refusal reasons, the
   terms the question gate found the docs never mention, and the page that came nearest without answering;
 - **answers a docs change affected**: past answers whose cited chunks changed (another content
   hash) or vanished since; a trace keeps each cited chunk's hash, so this is exact. (Traces
@@ -32,10 +34,19 @@ import numpy as np
 
 from .index.store import CorpusInfo, Store, TraceFilter, TraceRow
 
-# cosine distance at which two groups of questions stop merging (MiniLM vectors): chosen on one
-# hand-labelled set (Astro) and checked on another (Flask), docs/benchmarks/insights.md
-GAP_DISTANCE = 0.6
+# cosine distance at which two groups of questions stop merging (MiniLM vectors of their salient words):
+# chosen on one hand-labelled set (evals/gaps-topics.jsonl) and checked on held-out ones,
+# docs/benchmarks/insights.md
+GAP_DISTANCE = 0.85
 GAP_LINKAGE = "average"  # how the distance of two groups is measured (scikit-learn's linkage)
+# Words any question to a docs assistant may use whatever its topic (beside English stop words):
+# left in, they pull questions together by how they are asked ("best way to add ... to my site").
+QUESTION_FILLER = frozenset(
+    "way best recommended possible use using support supported add make build create set setup want need like "
+    "help site website app application project page pages docs documentation does work works".split()
+)
+_WORD = re.compile(r"\w[\w.+#-]*")
+SHARED_SHARE, SHARED_MIN_QUESTIONS = 0.5, 6
 TOP_PAGES = 10
 LISTED = 20  # never-cited pages, comments and affected answers listed (their counts are complete)
 _MISSING = re.compile(r"the docs don't mention (.+?)\.?$")
@@ -69,6 +80,33 @@ def _iso(moment: datetime) -> str:
 def _page(chunk_id: str) -> str:
     """The page of a chunk id (``<page path>#<anchor>/<n>``)."""
     return chunk_id.split("#", 1)[0]
+
+
+def salient_text(question: str, corpus: str = "", shared: frozenset[str] = frozenset()) -> str:
+    """The words of a question that say what it is about: lowercased, without English stop words,
+    ``QUESTION_FILLER``, the parts of the corpus's name and the ``shared`` words (``shared_words``: a
+    product name most questions repeat says nothing about their topic). A question of nothing but
+    such words, or in a script without spaces, is kept whole."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    generic = ENGLISH_STOP_WORDS | QUESTION_FILLER | shared | set(re.split(r"[-_]", corpus.lower()))
+    kept = [word for word in _words(question) if word not in generic]
+    return " ".join(kept) or " ".join(question.lower().split())
+
+
+def shared_words(questions: list[str]) -> frozenset[str]:
+    """The words more than ``SHARED_SHARE`` of the questions hold, once there are ``SHARED_MIN_QUESTIONS``
+    (what TF-IDF's ``max_df`` drops): the product's name, "docs", whatever every question repeats."""
+    if len(questions) < SHARED_MIN_QUESTIONS:
+        return frozenset()
+    counts = Counter(word for question in questions for word in set(_words(question)))
+    return frozenset(word for word, n in counts.items() if n > SHARED_SHARE * len(questions))
+
+
+def _words(question: str) -> list[str]:
+    """Lowercased words; a lone Latin letter (the ``s`` of "what's", the ``t`` of "don't") is none."""
+    words = (word.strip(".+#-") for word in _WORD.findall(question.lower()))
+    return [word for word in words if not (len(word) == 1 and word.isascii())]
 
 
 def missing_terms(payload: dict) -> list[str]:
@@ -248,10 +286,11 @@ class Insights:
             return result
         payloads = self.store.trace_payloads([r.trace_id for r in considered])
         by_text: dict[str, list[TraceRow]] = defaultdict(list)
+        shared = shared_words(list({row.question for row in considered}))
         for row in considered:
-            by_text[" ".join(row.question.lower().split())].append(row)
+            by_text[salient_text(row.question, row.corpus, shared)].append(row)
         texts = list(by_text)
-        labels = cluster_questions(self._vectors([by_text[t][0] for t in texts]))
+        labels = cluster_questions(self.encode(texts)) if len(texts) > 1 else [0]
         groups: dict[int, list[TraceRow]] = defaultdict(list)
         for text, label in zip(texts, labels):
             groups[label].extend(by_text[text])
@@ -259,13 +298,6 @@ class Insights:
             (self._group(members, payloads, down) for members in groups.values()), key=lambda g: -g["size"]
         )
         return result
-
-    def _vectors(self, rows: list[TraceRow]) -> np.ndarray:
-        """The questions' vectors: the one kept with each trace, else (an older trace) encoded now."""
-        kept = self.store.question_vectors([r.trace_id for r in rows])
-        missing = [r.question for r in rows if r.trace_id not in kept]
-        fresh = iter(self.encode(missing)) if missing else iter(())
-        return np.stack([kept[r.trace_id] if r.trace_id in kept else next(fresh) for r in rows]).astype(np.float32)
 
     def _group(self, members: list[TraceRow], payloads: dict[str, dict], down: set[str]) -> dict:
         reasons = Counter(r.reason for r in members if r.refused)

@@ -393,7 +393,7 @@ class Services:
         if corpus is not None:
             check_name("corpus", corpus)
         scope = InsightsRange(tenant, corpus, parse_since(since), parse_since(until, "until") if until else None)
-        # the model loads only if a trace without a kept vector (an older citedocs wrote it) is grouped
+        # the docs gaps encode their questions' salient words (once per process: the cache keeps them)
         encode = lambda texts: self.question_vectors.encode(texts)  # noqa: E731
         report = Insights(self.store, self.corpora(tenant), encode, config.setting("insights_gap_limit"))
         return report.report(scope, gaps)
