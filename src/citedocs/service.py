@@ -14,10 +14,10 @@ from urllib.parse import urlsplit
 
 from . import config, metrics, telemetry
 from .auth import NAME_PATTERN, AuthError, bearer_token, new_key_id, new_secret, secret_sha256
-from .models.encoders import BiEncoder, ModelMissing, bi_encoder, corpus_dense_choice, dense_encoder, query_encoder
+from .models.encoders import BiEncoder, DeferredBiEncoder, ModelMissing, bi_encoder, corpus_dense_choice, dense_encoder, query_encoder
 from .index import copy_corpus, open_store
-from .index.store import ADMIN_SCOPE, FULL_SCOPE, PUBLISHABLE_SCOPE, AdminAction, ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store, TraceFilter
-from .insights import Insights, InsightsRange, parse_since
+from .index.store import ADMIN_SCOPE, FULL_SCOPE, PUBLISHABLE_SCOPE, AdminAction, ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store, TRACE_OUTCOMES, TraceFilter
+from .insights import Insights, InsightsRange, InvalidRange, parse_since
 from .models.embedding_cache import EmbeddingCache
 from .ingest.admission import approve, default_report_path, remember_policy, resolve_policy
 from .ingest.crawl import CrawlError, CrawlReport, CrawlSettings, crawl, crawl_scope, is_url
@@ -254,7 +254,7 @@ class Services:
             with telemetry.job("ingest", **{"citedocs.corpus": corpus}) as steps:
                 report = ingest_corpus(
                     self.store,
-                    self.encoder,
+                    DeferredBiEncoder(config.setting("encoder_runtime"), lambda: self.encoder),
                     plan.docs_dir,
                     corpus,
                     plan.base_url,
@@ -379,6 +379,26 @@ class Services:
             raise UnknownTrace(trace_id)
         return trace
 
+    def trace_with_sources(self, trace_id: str, tenant: str | None = None) -> dict:
+        """The trace, and the passages it cited (or, refused, the nearest three it retrieved) as the
+        corpus has them now: title, section and URL, ``current: False`` where a docs change since
+        removed or rewrote one. What the console shows beside the answer."""
+        trace = self.trace(trace_id, tenant)
+        corpus = trace.get("corpus", "")
+        cited = trace.get("cited_ids") or []
+        ids = cited if cited else [r["id"] for r in (trace.get("retrieved") or [])[:3]]
+        found = {c.id: c for c in self.store.get_chunks(corpus, ids)} if ids and self.store.get_corpus(corpus) else {}
+        hashes = trace.get("cited_hashes") or {}
+
+        def source(chunk_id: str) -> dict:
+            chunk = found.get(chunk_id)
+            if chunk is None:
+                return {"id": chunk_id, "title": chunk_id, "section": "", "url": None, "current": False}
+            current = chunk_id not in hashes or hashes[chunk_id] == chunk.hash
+            return {"id": chunk_id, "title": chunk.title, "section": chunk.section, "url": chunk.url, "current": current}
+
+        return trace | {("sources" if cited else "nearest"): [source(i) for i in ids]}
+
     def add_feedback(self, trace_id: str, verdict: str, comment: str | None, tenant: str | None = None) -> None:
         self.trace(trace_id, tenant)
         self.store.save_feedback(trace_id, verdict, comment, _now().isoformat(timespec="seconds"))
@@ -398,9 +418,25 @@ class Services:
         report = Insights(self.store, self.corpora(tenant), encode, config.setting("insights_gap_limit"))
         return report.report(scope, gaps)
 
-    def recent_traces(self, tenant: str | None, corpus: str | None = None, limit: int = 50) -> list[dict]:
-        """The newest traces (question, outcome, latency) with their feedback, newest first."""
-        rows = self.store.trace_rows(TraceFilter(tenant, corpus), limit)
+    def recent_traces(
+        self,
+        tenant: str | None,
+        corpus: str | None = None,
+        limit: int = 50,
+        outcome: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> list[dict]:
+        """The newest traces (question, outcome, latency) with their feedback, newest first; only
+        ``outcome``'s (refused, answered, thumbs_down) and those in [since, until) when given (a
+        duration such as 7d or an ISO date, as the insights read them)."""
+        if corpus is not None:
+            check_name("corpus", corpus)
+        if outcome is not None and outcome not in TRACE_OUTCOMES:
+            raise InvalidRange(f"outcome {outcome!r} is not one of {', '.join(TRACE_OUTCOMES)}")
+        moment = lambda value, name: parse_since(value, name).astimezone(timezone.utc).isoformat(timespec="seconds")  # noqa: E731
+        where = TraceFilter(tenant, corpus, moment(since, "since") if since else "", moment(until, "until") if until else "9999", outcome)
+        rows = self.store.trace_rows(where, limit)
         if not rows:
             return []
         feedback: dict[str, list[dict]] = {r.trace_id: [] for r in rows}

@@ -6,7 +6,7 @@ import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -200,13 +200,23 @@ def create_app(services: Services | None = None) -> FastAPI:
         return insights_charts(svc().insights(key.tenant, corpus or None, since, until or None, gaps=False))
 
     @app.get("/admin/traces", responses=GUARDED)
-    def admin_traces(key: AdminKey, corpus: str | None = None, limit: int = 50) -> dict:
-        """The tenant's newest traces with their feedback."""
-        return {"traces": svc().recent_traces(key.tenant, corpus or None, max(1, min(limit, 500)))}
+    def admin_traces(
+        key: AdminKey,
+        corpus: str | None = None,
+        limit: int = 50,
+        outcome: Literal["refused", "answered", "thumbs_down"] | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> dict:
+        """The tenant's newest traces with their feedback; only refused, answered or voted-down ones
+        (``outcome``), of one corpus, in [since, until) (7d, 24h or an ISO date) when asked."""
+        traces = svc().recent_traces(key.tenant, corpus or None, max(1, min(limit, 500)), outcome, since or None, until or None)
+        return {"traces": traces}
 
     @app.get("/admin/traces/{trace_id}", responses={404: {"model": ErrorBody}, **GUARDED})
     def admin_trace(trace_id: str, key: AdminKey) -> dict:
-        return svc().trace(trace_id, key.tenant)
+        """One trace, with the passages it cited (``sources``; refused: the ``nearest`` it retrieved) as the corpus has them now."""
+        return svc().trace_with_sources(trace_id, key.tenant)
 
     @app.get("/admin/keys", responses=GUARDED)
     def admin_keys(key: AdminKey) -> dict:

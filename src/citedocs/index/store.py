@@ -224,6 +224,7 @@ class TraceFilter:
     corpus: str | None = None
     since: str = ""  # ISO timestamp, inclusive
     until: str = "9999"  # ISO timestamp, exclusive
+    outcome: str | None = None  # one of TRACE_OUTCOMES: only refused, answered, or voted-down traces
 
     def sql(self, seek_days: bool = False, seek_time: bool = True) -> tuple[str, tuple]:
         """The WHERE clause over the traces or citations (``t``), in SQLite's placeholders, and its
@@ -248,6 +249,8 @@ class TraceFilter:
         column = "t.created_at" if seek_time else "+t.created_at"
         terms += [f"{column} >= ?", f"{column} < ?"]
         params += [self.since, self.until]
+        if self.outcome is not None:
+            terms.append(TRACE_OUTCOMES[self.outcome])
         return " AND ".join(terms), tuple(params)
 
 
@@ -335,6 +338,7 @@ def shared_tables(serial_key: str, blob: str, job_order: str = "") -> str:
 
 
 _VOTED_DOWN = "SELECT trace_id FROM feedback WHERE verdict = 'down'"
+TRACE_OUTCOMES = {"refused": "t.refused", "answered": "NOT t.refused", "thumbs_down": f"t.trace_id IN ({_VOTED_DOWN})"}
 # index-only reads of the traces' insight columns, and of a trace's range columns by its id (feedback
 # joins): no insights scan touches the (large) payloads. traces_insights is in the order the counts
 # group by (tenant, day, corpus, outcome), so the database counts a day's rows as it reads them

@@ -333,6 +333,16 @@ class Syncs:
         return self._start(corpus, "webhook")
 
     # the audit log -------------------------------------------------------------------------------
+    def record_ended(self, job: SyncJob | None, worker: str) -> SyncJob | None:
+        """A job's outcome in its tenant's audit log (``job.ended``: succeeded, failed or held, with
+        the job id and its error), so the log that shows who started a sync also shows how it ended."""
+        if job is not None and job.status in ("succeeded", "failed", "held"):
+            chunks = (job.report or {}).get("chunks") or {}
+            counts = ", ".join(f"{chunks[k]} {k}" for k in ("added", "changed", "removed") if k in chunks)
+            detail = f"job {job.id} ({job.trigger})" + (f": {job.error}" if job.error else f": chunks {counts}" if counts else "")
+            self.services.audit(None, "job.ended", job.corpus, job.status, detail[:1000], tenant=job.tenant, actor=f"worker:{worker}")
+        return job
+
     def _audited(
         self,
         action: str,
