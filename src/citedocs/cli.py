@@ -687,23 +687,31 @@ def insights(
     as_json: Annotated[bool, typer.Option("--json", help="The whole report as JSON.")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="The report as CSV rows: section, item, value, detail.")] = False,
     no_gaps: Annotated[bool, typer.Option("--no-gaps", help="Skip grouping the docs gaps (no model is loaded).")] = False,
+    as_markdown: Annotated[
+        bool, typer.Option("--markdown", help="Only the docs gaps and the answers to review, as a Markdown issue body.")
+    ] = False,
 ) -> None:
     """What users asked: questions per day, refusals by reason, latency, feedback, cited and never-cited
     pages, docs gaps grouped by topic, and past answers a docs change affected."""
     import csv
     import sys
 
-    from .insights import InvalidRange, report_rows
+    from .insights import InvalidRange, gaps_markdown, report_rows
     from .service import InvalidName
 
-    if as_json and as_csv:
-        fail("--json and --csv are two formats of the same report: pick one")
+    if sum((as_json, as_csv, as_markdown)) > 1:
+        fail("--json, --csv and --markdown are formats of the same report: pick one")
+    if as_markdown and no_gaps:
+        fail("--markdown is the docs gaps: it cannot be used with --no-gaps")
     try:
         report = _services().insights(tenant, corpus, since, until, gaps=not no_gaps)
     except (InvalidRange, InvalidName) as exc:
         fail(str(exc))
     if as_json:
         print(json.dumps(report, indent=2))
+        return
+    if as_markdown:
+        sys.stdout.write(gaps_markdown(report))
         return
     rows = report_rows(report)
     if as_csv:

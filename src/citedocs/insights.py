@@ -14,6 +14,10 @@ range, optionally of one corpus:
   phrasing ("how do I ... my Astro site") as much as by their topic; their salient words do not.
   Each group names its size, three example questions, the refusal reasons, the
   terms the question gate found the docs never mention, and the page that came nearest without answering;
+- **weak answers** (``weak_answers``): of the newest answers, those whose retrieval cleared the
+  refusal margin (``min_retrieval_margin`` above the corpus's floor, as it was when answered) by
+  less than ``insights_weak_margin``: answered, but close to a refusal, so worth a writer's look
+  beside the refusals and the answers voted down;
 - **answers a docs change affected**: past answers whose cited chunks changed (another content
   hash) or vanished since; a trace keeps each cited chunk's hash, so this is exact. (Traces
   written before hashes were kept can only show vanished chunks.)
@@ -27,7 +31,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
@@ -137,11 +141,12 @@ class InsightsRange:
 class Insights:
     """The report over one range; ``encode`` turns questions into unit vectors (the bi-encoder)."""
 
-    def __init__(self, store: Store, corpora: list[CorpusInfo], encode, gap_limit: int) -> None:
+    def __init__(self, store: Store, corpora: list[CorpusInfo], encode, gap_limit: int, weak_margin: float = 0.05) -> None:
         self.store = store
         self.corpora = {c.name: c for c in corpora}  # what the caller may see now
         self.encode = encode
         self.gap_limit = gap_limit
+        self.weak_margin = weak_margin
         self._titles: dict[tuple[str, str], dict] = {}
         self._chunk_hashes: dict[str, dict[str, str]] = {}
 
@@ -167,6 +172,7 @@ class Insights:
             )
         if gaps:
             report["gaps"] = self.gaps(where)
+            report["weak_answers"] = self.weak_answers(where)
         return report
 
     # counts ------------------------------------------------------------------------------------
@@ -299,6 +305,26 @@ class Insights:
         )
         return result
 
+    def weak_answers(self, where: TraceFilter) -> dict:
+        """The newest answers (at most the gap limit) whose best passage cleared the refusal margin
+        by less than ``weak_margin``, closest to a refusal first. Read from each trace's payload: the
+        confidence, the corpus's floor and the margin needed when it was answered."""
+        rows = self.store.trace_rows(replace(where, outcome="answered"), self.gap_limit)
+        payloads = self.store.trace_payloads([r.trace_id for r in rows]) if rows else {}
+        weak = []
+        for row in rows:
+            payload = payloads.get(row.trace_id, {})
+            confidence, floor = payload.get("retrieval_confidence"), payload.get("retrieval_floor")
+            needed = (payload.get("thresholds") or {}).get("min_retrieval_margin")
+            if confidence is None or floor is None or needed is None:
+                continue  # an older trace, or an answer that never retrieved: nothing to measure
+            cleared = confidence - floor - needed
+            if cleared < self.weak_margin:
+                weak.append({"trace_id": row.trace_id, "corpus": row.corpus, "created_at": row.created_at,
+                             "question": row.question, "cleared_by": round(cleared, 4)})
+        weak.sort(key=lambda a: a["cleared_by"])
+        return {"considered": len(rows), "margin": self.weak_margin, "count": len(weak), "answers": weak[:LISTED]}
+
     def _group(self, members: list[TraceRow], payloads: dict[str, dict], down: set[str]) -> dict:
         reasons = Counter(r.reason for r in members if r.refused)
         down_voted = sum(1 for r in members if r.trace_id in down)
@@ -367,6 +393,11 @@ def report_rows(report: dict) -> list[tuple[str, str, object, str]]:
             if part
         )
         rows.append(("gap", group["examples"][0], group["size"], detail))
+    weak = report.get("weak_answers") or {}
+    rows += [
+        ("weak_answer", a["question"], a["trace_id"], f"cleared the refusal margin by {a['cleared_by']:.3f} ({a['corpus']})")
+        for a in weak.get("answers", [])
+    ]
     affected = report["affected_answers"]
     rows += [
         ("affected_answer", a["question"], a["trace_id"], ", ".join(f"{c['id']} {c['change']}" for c in a["chunks"]))
@@ -375,3 +406,40 @@ def report_rows(report: dict) -> list[tuple[str, str, object, str]]:
     rows.append(("affected_answer", "total", affected["count"], ""))
     rows += [("removed_corpus", name, "", "traces of a corpus that no longer exists") for name in report["removed_corpora"]]
     return rows
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
+
+
+def _md(text: str) -> str:
+    """User text as inert Markdown: specials escaped, no @mention, one line."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(text).split())).replace("@", "@\u200b")
+
+
+def gaps_markdown(report: dict) -> str:
+    """The docs gaps and weak answers as a Markdown issue body a writer can paste into a tracker:
+    one section a gap (its questions, why they were refused, what the docs never mention, the page
+    nearest to answering), then the answers to review. Questions are user text: escaped, never markup."""
+    span = report["range"]
+    gaps = report.get("gaps") or {"groups": [], "considered": 0}
+    lines = [
+        f"## Docs gaps, {span['since'][:10]} to {span['until'][:10]}" + (f" ({_md(span['corpus'])})" if span.get("corpus") else ""),
+        "",
+        f"{len(gaps['groups'])} topics from {gaps['considered']} refused or down-voted questions.",
+    ]
+    for n, group in enumerate(gaps["groups"], start=1):
+        lines += ["", f"### {n}. {_md(group['examples'][0])} ({group['size']} question{'s' if group['size'] != 1 else ''})", ""]
+        lines += [f"- {_md(q)}" for q in group["examples"]]
+        lines.append("")
+        lines.append("Why: " + ", ".join(f"{reason.replace('_', ' ')} ({n})" for reason, n in group["reasons"].items()))
+        if group["missing_terms"]:
+            lines.append("The docs never mention: " + ", ".join(_md(t) for t in group["missing_terms"]))
+        nearest = group.get("nearest_page")
+        if nearest:
+            where = f" <{nearest['url']}>" if nearest.get("url") else f" ({_md(nearest['page'])})"
+            lines.append(f"Nearest page: {_md(nearest['title'])}{where}")
+    weak = report.get("weak_answers") or {}
+    if weak.get("answers"):
+        lines += ["", f"## Answers to review ({weak['count']} answered close to a refusal)", ""]
+        lines += [f"- {_md(a['question'])} (trace {a['trace_id']}, cleared by {a['cleared_by']:.3f})" for a in weak["answers"]]
+    return "\n".join(lines) + "\n"

@@ -415,7 +415,9 @@ class Services:
         scope = InsightsRange(tenant, corpus, parse_since(since), parse_since(until, "until") if until else None)
         # the docs gaps encode their questions' salient words (once per process: the cache keeps them)
         encode = lambda texts: self.question_vectors.encode(texts)  # noqa: E731
-        report = Insights(self.store, self.corpora(tenant), encode, config.setting("insights_gap_limit"))
+        report = Insights(
+            self.store, self.corpora(tenant), encode, config.setting("insights_gap_limit"), config.setting("insights_weak_margin")
+        )
         return report.report(scope, gaps)
 
     def recent_traces(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 from collections.abc import Iterator
@@ -20,7 +22,7 @@ from ..auth import AuthError, RateLimited, check_admin, check_publishable, rate_
 from ..capacity import capacity
 from ..contract import AskRequest, AskResponse, ErrorBody, FeedbackRequest, NewKeyRequest
 from ..index.store import ApiKey, StoreUnavailable
-from ..insights import InvalidRange
+from ..insights import InvalidRange, gaps_markdown, report_rows
 from ..models.encoders import ModelMissing
 from ..service import EmptyQuestion, InvalidKeyOrigins, InvalidName, Services, UnknownCorpus, UnknownKey, UnknownTrace
 from ..ui.charts import insights_charts
@@ -193,6 +195,28 @@ def create_app(services: Services | None = None) -> FastAPI:
         """What the tenant's users asked (see `citedocs insights`): counts, latency, feedback, pages,
         docs gaps grouped by topic and past answers a docs change affected."""
         return svc().insights(key.tenant, corpus or None, since, until or None, gaps)
+
+    @app.get("/admin/insights/gaps", responses=GUARDED)
+    def admin_insights_gaps(
+        key: AdminKey,
+        corpus: str | None = None,
+        since: str = "7d",
+        until: str | None = None,
+        format: Literal["json", "csv", "markdown"] = "json",
+    ):
+        """The docs gaps and the answers to review alone, to export: JSON, CSV rows (section, item,
+        value, detail) or a Markdown issue body."""
+        report = svc().insights(key.tenant, corpus or None, since, until or None)
+        if format == "markdown":
+            return Response(gaps_markdown(report), media_type="text/markdown; charset=utf-8")
+        if format == "csv":
+            out = io.StringIO()
+            writer = csv.writer(out)
+            writer.writerow(("section", "item", "value", "detail"))
+            writer.writerows(r for r in report_rows(report) if r[0] in ("gap", "weak_answer"))
+            return Response(out.getvalue(), media_type="text/csv; charset=utf-8",
+                            headers={"Content-Disposition": 'attachment; filename="docs-gaps.csv"'})
+        return {"range": report["range"], "gaps": report["gaps"], "weak_answers": report["weak_answers"]}
 
     @app.get("/admin/insights/charts", responses=GUARDED)
     def admin_insights_charts(key: AdminKey, corpus: str | None = None, since: str = "7d", until: str | None = None) -> dict:
