@@ -285,6 +285,8 @@ def test_the_insights_cli_prints_json_csv_and_a_readable_report(tmp_path, monkey
     assert bad.exit_code == 2 and "7d, 24h, 2w" in bad.output
     both = runner.invoke(cli, ["insights", "--json", "--csv"])
     assert both.exit_code == 2 and "pick one" in both.output
+    issue = runner.invoke(cli, ["insights", "--markdown", "--corpus", ACME])
+    assert issue.exit_code == 0 and issue.stdout.startswith("## Docs gaps, ") and KUBERNETES[0] in issue.stdout
 
 
 def test_gaps_group_questions_by_what_they_ask_about_not_by_how_they_are_asked():
@@ -315,3 +317,41 @@ def test_salient_words_keep_every_script():
     assert salient_text("如何部署到Kubernetes集群？") == "如何部署到kubernetes集群"
     assert salient_text("كيف أنشر الموقع على Kubernetes؟", "astro") == "كيف أنشر الموقع على kubernetes"
     assert salient_text("How do I do it?") == "how do i do it?"  # nothing salient: the question whole
+
+
+@both_stores
+def test_answers_close_to_a_refusal_are_listed_for_review(history):
+    """Answered, but the best passage only just cleared the refusal margin: a writer should look."""
+    from citedocs.insights import Insights, InsightsRange, parse_since
+
+    services, ids = history
+    where = InsightsRange("acme", None, parse_since("7d")).filter()
+
+    def weak(margin: float) -> dict:
+        return Insights(services.store, services.corpora("acme"), services.question_vectors.encode, 500, margin).weak_answers(where)
+
+    everything = weak(10.0)  # every answer cleared the margin by less than 10
+    assert everything["considered"] == 2 and everything["count"] == 2
+    assert {a["question"] for a in everything["answers"]} == set(ANSWERED)
+    cleared = [a["cleared_by"] for a in everything["answers"]]
+    assert cleared == sorted(cleared) and all(c >= 0 for c in cleared)  # closest to a refusal first; none below it
+    assert weak(min(cleared) / 2 if min(cleared) > 0 else 1e-9)["count"] == 0
+    assert services.insights("acme")["weak_answers"]["margin"] == 0.05  # the setting's default
+
+
+def test_the_insights_cli_writes_the_gaps_as_a_markdown_issue_body():
+    """User text in the issue body is inert: Markdown specials escaped, no @mentions."""
+    from typer.testing import CliRunner
+
+    from citedocs.cli import app as cli
+    from citedocs.insights import gaps_markdown
+
+    body = gaps_markdown({
+        "range": {"since": "2026-11-01T00:00:00+00:00", "until": "2026-11-08T00:00:00+00:00", "corpus": None},
+        "gaps": {"considered": 1, "groups": [{"size": 1, "examples": ["Does @team know [a](javascript:x) <b>?"],
+                 "reasons": {"low_retrieval_confidence": 1}, "missing_terms": [], "nearest_page": None}]},
+        "weak_answers": {"count": 0, "answers": []},
+    })
+    assert "@\u200bteam" in body and "\\[a\\]\\(javascript:x\\)" in body and "\\<b\\>" in body
+    refused = CliRunner().invoke(cli, ["insights", "--markdown", "--no-gaps"])
+    assert refused.exit_code == 2 and "cannot be used with --no-gaps" in refused.output
