@@ -72,7 +72,9 @@ def wait(driver, condition, message, timeout=60):
     try:
         return WebDriverWait(driver, timeout, poll_frequency=0.1).until(condition)
     except TimeoutException:
-        pytest.fail(f"{message}\n--- page ---\n{driver.find_element(By.TAG_NAME, 'body').text[:3000]}")
+        shown = [p.text for p in driver.find_elements(By.CSS_SELECTOR, "[role=tabpanel]") if p.is_displayed()]
+        logged = [e["message"] for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
+        pytest.fail(f"{message}\n--- panel ---\n{''.join(shown)[:3000]}\n--- browser log ---\n" + "\n".join(logged))
 
 
 def shot(driver, name: str) -> None:

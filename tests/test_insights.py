@@ -355,3 +355,21 @@ def test_the_insights_cli_writes_the_gaps_as_a_markdown_issue_body():
     assert "@\u200bteam" in body and "\\[a\\]\\(javascript:x\\)" in body and "\\<b\\>" in body
     refused = CliRunner().invoke(cli, ["insights", "--markdown", "--no-gaps"])
     assert refused.exit_code == 2 and "cannot be used with --no-gaps" in refused.output
+
+
+@both_stores
+def test_a_dismissed_question_leaves_the_docs_gaps_and_the_audit_log_says_who(history):
+    """Runs last on its history: the Kubernetes gap loses one question for good."""
+    from citedocs.service import UnknownTrace
+
+    services, ids = history
+    with pytest.raises(UnknownTrace):  # another tenant's question is not acme's to dismiss
+        services.dismiss_gaps([ids["globex"]], tenant="acme")
+    assert services.insights("globex")["gaps"]["dismissed"] == 0
+    assert services.dismiss_gaps([ids[KUBERNETES[1]]], tenant="acme") == 1
+    gaps = services.insights("acme")["gaps"]
+    assert gaps["dismissed"] == 1 and all(KUBERNETES[1] not in g["examples"] for g in gaps["groups"])
+    assert any(set(g["examples"]) == {KUBERNETES[0], KUBERNETES[2]} for g in gaps["groups"])
+    done, refused = services.admin_actions("acme", 2)  # newest first
+    assert (done.action, done.outcome, done.target) == ("gap.dismiss", "ok", ids[KUBERNETES[1]])
+    assert (refused.action, refused.outcome) == ("gap.dismiss", "unknown_trace")

@@ -731,6 +731,21 @@ def insights(
         console.print(f"  {item}: {value}" + (f"  ({detail})" if detail else ""), highlight=False, soft_wrap=True)
 
 
+@app.command("dismiss-gaps")
+def dismiss_gaps(
+    trace_ids: Annotated[list[str], typer.Argument(help="Trace ids of the questions (a gap's trace_ids in `citedocs insights --json`).")],
+    tenant: Annotated[Optional[str], typer.Option("--tenant", "-t", help="Only this tenant's traces (default: any).")] = None,
+) -> None:
+    """Take questions out of the docs gaps (no docs change needed); recorded in the audit log."""
+    from .service import UnknownTrace
+
+    try:
+        count = _services().dismiss_gaps(trace_ids, tenant=tenant)
+    except UnknownTrace as exc:
+        fail(str(exc))
+    console.print(f"{count} question(s) taken out of the docs gaps", highlight=False)
+
+
 @traces_app.command("prune")
 def traces_prune(
     older_than: Annotated[

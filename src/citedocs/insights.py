@@ -33,6 +33,7 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -93,9 +94,20 @@ def salient_text(question: str, corpus: str = "", shared: frozenset[str] = froze
     such words, or in a script without spaces, is kept whole."""
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    generic = ENGLISH_STOP_WORDS | QUESTION_FILLER | shared | set(re.split(r"[-_]", corpus.lower()))
+    generic = ENGLISH_STOP_WORDS | QUESTION_FILLER | shared | set(re.split(r"[-_.\s]+", corpus.lower()))
     kept = [word for word in _words(question) if word not in generic]
     return " ".join(kept) or " ".join(question.lower().split())
+
+
+# labels of a docs site's host that name where it is hosted, not what it is
+_HOSTING = frozenset("www docs doc en github gitlab readthedocs netlify vercel pages io".split())
+
+
+def corpus_words(name: str, base_url: str = "") -> str:
+    """The corpus's name and its site's name (the host's labels, less the top-level domain and
+    hosting words: ``docs.astro.build`` gives ``astro``): what users call the product."""
+    labels = (urlsplit(base_url).hostname or "").split(".")[:-1]
+    return " ".join([name, *(label for label in labels if label not in _HOSTING)])
 
 
 def shared_words(questions: list[str]) -> frozenset[str]:
@@ -284,17 +296,29 @@ class Insights:
     # docs gaps ---------------------------------------------------------------------------------
     def gaps(self, where: TraceFilter) -> dict:
         rows = self.store.insights_rows(where, ("gap_candidates",), self.gap_limit + 1)["gap_candidates"]
-        considered = [TraceRow(r[0], r[1], r[2], r[3], bool(r[4]), r[5], r[6]) for r in rows[: self.gap_limit]]
+        candidates = [TraceRow(r[0], r[1], r[2], r[3], bool(r[4]), r[5], r[6]) for r in rows[: self.gap_limit]]
         down = {r[0] for r in rows if r[7]}
+        # dismissed by an admin, or resolved by a sync: listed apart, no longer grouped
+        marks = self.store.gap_marks([r.trace_id for r in candidates]) if candidates else {}
+        considered = [r for r in candidates if r.trace_id not in marks]
+        resolved = [
+            {"trace_id": r.trace_id, "question": r.question, "corpus": r.corpus, "job_id": marks[r.trace_id][1], "at": marks[r.trace_id][2]}
+            for r in candidates if marks.get(r.trace_id, ("",))[0] == "resolved"
+        ]
         # more than the limit: the oldest are left out (the newest questions say most about the docs now)
-        result = {"considered": len(considered), "more": len(rows) > self.gap_limit, "limit": self.gap_limit, "groups": []}
+        result = {
+            "considered": len(considered), "more": len(rows) > self.gap_limit, "limit": self.gap_limit, "groups": [],
+            "dismissed": sum(1 for state, *_ in marks.values() if state == "dismissed"),
+            "resolved": resolved[:LISTED], "resolved_count": len(resolved),
+        }  # fmt: skip
         if not considered:
             return result
         payloads = self.store.trace_payloads([r.trace_id for r in considered])
         by_text: dict[str, list[TraceRow]] = defaultdict(list)
         shared = shared_words(list({row.question for row in considered}))
         for row in considered:
-            by_text[salient_text(row.question, row.corpus, shared)].append(row)
+            info = self.corpora.get(row.corpus)
+            by_text[salient_text(row.question, corpus_words(row.corpus, info.base_url if info else ""), shared)].append(row)
         texts = list(by_text)
         labels = cluster_questions(self.encode(texts)) if len(texts) > 1 else [0]
         groups: dict[int, list[TraceRow]] = defaultdict(list)

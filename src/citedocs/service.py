@@ -399,6 +399,21 @@ class Services:
 
         return trace | {("sources" if cited else "nearest"): [source(i) for i in ids]}
 
+    def dismiss_gaps(self, trace_ids: list[str], key: ApiKey | None = None, tenant: str | None = None) -> int:
+        """Take questions out of the docs gaps (a writer decided they need no docs change): each must
+        be a trace of the key's tenant (another tenant's is unknown); audited. Returns how many."""
+        owner = key.tenant if key else tenant
+        ids = list(dict.fromkeys(trace_ids))
+        try:
+            for trace_id in ids:
+                self.trace(trace_id, owner)
+        except UnknownTrace as exc:
+            self.audit(key, "gap.dismiss", ",".join(ids)[:200], "unknown_trace", str(exc), tenant=owner)
+            raise
+        self.store.mark_gaps(ids, "dismissed", key.key_id if key else "cli", _now().isoformat(timespec="seconds"))
+        self.audit(key, "gap.dismiss", ",".join(ids)[:200], "ok", f"{len(ids)} question(s)", tenant=owner)
+        return len(ids)
+
     def add_feedback(self, trace_id: str, verdict: str, comment: str | None, tenant: str | None = None) -> None:
         self.trace(trace_id, tenant)
         self.store.save_feedback(trace_id, verdict, comment, _now().isoformat(timespec="seconds"))

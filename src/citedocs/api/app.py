@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException
 from .. import __version__, config
 from ..auth import AuthError, RateLimited, check_admin, check_publishable, rate_limiter
 from ..capacity import capacity
-from ..contract import AskRequest, AskResponse, ErrorBody, FeedbackRequest, NewKeyRequest
+from ..contract import AskRequest, AskResponse, DismissGapsRequest, ErrorBody, FeedbackRequest, NewKeyRequest
 from ..index.store import ApiKey, StoreUnavailable
 from ..insights import InvalidRange, gaps_markdown, report_rows
 from ..models.encoders import ModelMissing
@@ -217,6 +217,11 @@ def create_app(services: Services | None = None) -> FastAPI:
             return Response(out.getvalue(), media_type="text/csv; charset=utf-8",
                             headers={"Content-Disposition": 'attachment; filename="docs-gaps.csv"'})
         return {"range": report["range"], "gaps": report["gaps"], "weak_answers": report["weak_answers"]}
+
+    @app.post("/admin/insights/gaps/dismiss", responses={404: {"model": ErrorBody}, **BODY_ERRORS, **GUARDED})
+    def admin_dismiss_gaps(body: DismissGapsRequest, key: AdminKey) -> dict:
+        """Take questions (their trace ids: a gap's ``trace_ids``) out of the docs gaps; audited."""
+        return {"dismissed": svc().dismiss_gaps(body.trace_ids, key)}
 
     @app.get("/admin/insights/charts", responses=GUARDED)
     def admin_insights_charts(key: AdminKey, corpus: str | None = None, since: str = "7d", until: str | None = None) -> dict:

@@ -284,6 +284,12 @@ CREATE TABLE IF NOT EXISTS api_keys (
     scope TEXT NOT NULL DEFAULT 'full',
     origins TEXT NOT NULL DEFAULT ''
 );
+CREATE TABLE IF NOT EXISTS gap_marks (
+    trace_id TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    marked_by TEXT NOT NULL,
+    marked_at TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS admin_actions (
     id {serial_key},
     at TEXT NOT NULL,
@@ -564,6 +570,15 @@ class Store(Protocol):
 
     def revoke_api_key(self, key_id: str, revoked_at: str) -> ApiKey | None:
         """The key as revoked (first revocation time kept), or None if there is no such key."""
+        ...
+
+    def mark_gaps(self, trace_ids: list[str], state: str, marked_by: str, at: str) -> None:
+        """Mark refused or down-voted questions as no docs gap any more (``state``: dismissed by an
+        admin, or resolved by a sync job); a later mark replaces an earlier one."""
+        ...
+
+    def gap_marks(self, trace_ids: list[str]) -> dict[str, tuple[str, str, str]]:
+        """trace id -> (state, marked_by, marked_at) of those marked."""
         ...
 
     def record_admin_action(self, action: AdminAction) -> None:
