@@ -76,6 +76,25 @@ def test_a_sync_re_reads_the_folder_and_reports_the_chunks_that_changed(syncs, s
 
 
 @pytest.mark.parametrize("store_backend", BACKENDS, scope="session")
+def test_a_sync_that_answers_a_refused_question_marks_its_gap_resolved_by_that_job(syncs, small_docs):
+    from citedocs.contract import AskRequest
+
+    ingested(syncs, small_docs)
+    services = syncs.services
+    question = "What is a zebra crossing with striped crossings?"
+    refused = services.ask(AskRequest(question=question, corpus=CORPUS))
+    assert refused.refused and refused.refusal_reason.startswith("low_retrieval_confidence")
+    unchanged = run_sync(syncs)  # nothing new: no version switched, nothing checked
+    assert "resolved_gaps" not in unchanged.report
+    write_docs(small_docs, {NEW_PAGE: ZEBRA})
+    job = run_sync(syncs)
+    assert job.status == "succeeded" and job.report["resolved_gaps"] == {"checked": 1, "resolved": 1}
+    gaps = services.insights(None, CORPUS)["gaps"]
+    assert gaps["groups"] == [] and gaps["resolved_count"] == 1
+    [resolved] = gaps["resolved"]
+    assert (resolved["question"], resolved["job_id"], resolved["trace_id"]) == (question, job.id, refused.trace_id)
+
+
 def test_a_sync_while_one_is_queued_or_running_returns_that_job(syncs, small_docs):
     ingested(syncs, small_docs)
     first, created = syncs.start(CORPUS, "admin")

@@ -24,6 +24,7 @@ from .ingest.crawl import CrawlError, CrawlReport, CrawlSettings, crawl, crawl_s
 from .ingest.detect import plan_ingest
 from .ingest.pipeline import IngestError, IngestReport, ProgressFn, find_documents, ingest_corpus
 from .retrieve.hybrid import CorpusModels, HybridRetriever, RetrievalConfig, RetrievalResult
+from .retrieve.null_level import NullLevels
 from .retrieve.rerank import default_reranker
 from .ask import AskPipeline
 from .contract import MAX_QUESTION_CHARS, AskRequest, AskResponse, CorpusSummary, Passage, SearchResponse
@@ -34,6 +35,7 @@ from .validate.validator import CitationValidator
 
 
 log = logging.getLogger("citedocs.retention")
+RESOLVE_LIMIT = 100  # refused questions a sync checks again (the newest): each is one retrieval
 audit_log = logging.getLogger("citedocs.audit")
 
 
@@ -413,6 +415,35 @@ class Services:
         self.store.mark_gaps(ids, "dismissed", key.key_id if key else "cli", _now().isoformat(timespec="seconds"))
         self.audit(key, "gap.dismiss", ",".join(ids)[:200], "ok", f"{len(ids)} question(s)", tenant=owner)
         return len(ids)
+
+    def resolve_gaps(self, corpus: str, job_id: str) -> dict:
+        """After a sync put a new version live: ask retrieval again for the corpus's newest questions
+        refused for weak retrieval (at most ``RESOLVE_LIMIT``, not yet dismissed or resolved), and mark
+        those that now clear the refusal margin above the new version's floor as resolved by ``job_id``.
+        A question refused for another reason (terms the docs never mention, an unverifiable draft) is
+        left for a writer: better retrieval alone does not show it is answered. Never fails the job:
+        what went wrong is in the returned report."""
+        try:
+            info = self.store.get_corpus(corpus)
+            rows = self.store.insights_rows(TraceFilter(info.tenant, corpus, outcome="refused"), ("gap_candidates",), RESOLVE_LIMIT)
+            weak = [r for r in rows["gap_candidates"] if r[5] == "low_retrieval_confidence"]
+            marks = self.store.gap_marks([r[0] for r in weak]) if weak else {}
+            open_ = [r for r in weak if r[0] not in marks]
+            if not open_:
+                return {"checked": 0, "resolved": 0}
+            floor = NullLevels(self.retriever).level(corpus, info.version)
+            needed = self.thresholds.min_retrieval_margin
+            resolved = []
+            for trace_id, _, _, question, *_ in open_:
+                result = self.retriever.retrieve(corpus, question, AskRequest.model_fields["top_k"].default, RetrievalConfig())
+                if result.hits and result.confidence - floor >= needed:
+                    resolved.append(trace_id)
+            if resolved:
+                self.store.mark_gaps(resolved, "resolved", job_id, _now().isoformat(timespec="seconds"))
+            return {"checked": len(open_), "resolved": len(resolved)}
+        except Exception as exc:  # the new version is live whatever this finds
+            logging.getLogger("citedocs.sync").warning("docs gaps could not be checked after the sync", extra={"corpus": corpus, "job": job_id, "error": str(exc)})
+            return {"error": f"{type(exc).__name__}: {exc}"}
 
     def add_feedback(self, trace_id: str, verdict: str, comment: str | None, tenant: str | None = None) -> None:
         self.trace(trace_id, tenant)

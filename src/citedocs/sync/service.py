@@ -285,7 +285,10 @@ class Syncs:
                     incoming.rename(source.location)
                 else:  # failed or held: the folder of the live version stays
                     shutil.rmtree(incoming, ignore_errors=True)
-        return status, job_report(source, note, before.version if before else None, result, gate_report, went_live)
+        report = job_report(source, note, before.version if before else None, result, gate_report, went_live)
+        if report.get("switched"):  # a new version is live: the docs gaps it fills are marked with this job
+            report["resolved_gaps"] = self.services.resolve_gaps(job.corpus, job.id)
+        return status, report
 
     def _release_gate(self, corpus: str, candidate: str, options: dict, has_live: bool, progress: ProgressFn | None) -> tuple[bool, dict]:
         """Run the eval on the candidate (and the live version); (held?, the gate's part of the report)."""
