@@ -143,7 +143,17 @@ def test_a_question_asked_in_the_chat_and_marked_down_shows_in_insights_and_gaps
     assert "The docs never mention: Kubernetes" in gaps
     assert "does not say which buildpack" in insights.text  # the comment, with its question
     assert len(insights.find_elements(By.CSS_SELECTOR, ".charts svg[role=img]")) == 2
+    assert "Answers to review" in insights.text
     shot(driver, "insights")
+
+    driver.find_element(By.ID, "gaps-export").click()  # the gaps as an issue body to paste into a tracker
+    issue = driver.find_element(By.ID, "gaps-markdown")
+    wait(driver, lambda d: issue.is_displayed() and "## Docs gaps" in issue.get_attribute("value"), "no Markdown issue body")
+    stripe = next(g for g in insights.find_elements(By.CSS_SELECTOR, ".gap") if OTHER_GAPS[1] in g.text)
+    stripe.find_element(By.TAG_NAME, "button").click()
+    wait(driver, lambda d: "Dismissed" in d.find_element(By.ID, "insights-status").text, "the gap was not dismissed")
+    gaps = insights.find_element(By.CSS_SELECTOR, ".gaps").text
+    assert OTHER_GAPS[1] not in gaps and GAP in gaps and "question(s) dismissed" in gaps
 
 
 def test_the_console_is_usable_from_the_keyboard_and_keeps_the_key_for_the_tab(driver, console_server):
@@ -256,6 +266,7 @@ def words_broken_mid_letter(driver) -> list[str]:
         if (!cell.offsetParent) continue;
         const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
         for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+          if (!node.parentElement.checkVisibility()) continue;  // a closed <details>: not laid out
           for (const match of node.textContent.matchAll(/[A-Za-z]{2,}/g)) {
             const range = document.createRange();
             range.setStart(node, match.index);

@@ -77,7 +77,7 @@ async function loadInsights() {
       el("figure", {}, svgFrom(charts.per_day), el("figcaption", {}, "Questions per day")),
       el("figure", {}, svgFrom(charts.refusals), el("figcaption", {}, "Refusals by reason"))),
   );
-  root.append(gapsSection(report.gaps));
+  root.append(gapsSection(report.gaps, query), weakSection(report.weak_answers));
   root.append(
     el("h2", {}, "Feedback comments"),
     report.feedback.comments.length
@@ -113,26 +113,85 @@ function pageLink(page) {
   return page.url ? el("a", { href: page.url, rel: "noopener noreferrer", target: "_blank" }, page.title) : el("span", {}, page.title);
 }
 
-function gapsSection(gaps) {
+function gapsSection(gaps, query) {
   const section = el("section", { class: "gaps", "aria-labelledby": "gaps-title" },
     el("h2", { id: "gaps-title" }, `Docs gaps (${gaps.groups.length} topics from ${gaps.more ? "the newest " : ""}${gaps.considered} questions)`));
+  const issue = el("textarea", { id: "gaps-markdown", class: "issue-body", readonly: true, rows: "12", hidden: true, "aria-label": "Docs gaps as a Markdown issue body" });
+  section.append(
+    el("p", { class: "muted" },
+      `${gaps.dismissed} question(s) dismissed, ${gaps.resolved_count} resolved by a sync. `,
+      el("button", { type: "button", class: "small", id: "gaps-export", onclick: () => showIssueBody(query, issue) }, "Markdown issue body"),
+      " ",
+      el("button", { type: "button", class: "small", onclick: () => download(`/admin/insights/gaps${query}&format=csv`, "docs-gaps.csv") }, "CSV")),
+    issue,
+  );
   if (!gaps.groups.length) {
     section.append(el("p", { class: "muted" }, "No refused or down-voted questions in this range."));
-    return section;
+  } else {
+    const list = el("ol", { class: "gap-list" });
+    for (const group of gaps.groups) {
+      list.append(
+        el("li", { class: "gap" },
+          el("p", { class: "gap-size" }, `${group.size} question${group.size === 1 ? "" : "s"}`),
+          el("ul", { class: "examples" }, group.examples.map((q) => el("li", {}, q))),
+          el("p", {}, "Why: ", Object.entries(group.reasons).map(([r, n]) => `${r.replace(/_/g, " ")} (${n})`).join(", ")),
+          group.missing_terms.length ? el("p", {}, "The docs never mention: ", el("strong", {}, group.missing_terms.join(", "))) : null,
+          group.nearest_page ? el("p", {}, "Nearest page: ", pageLink(group.nearest_page)) : null,
+          el("button", { type: "button", class: "small", onclick: () => dismiss(group) },
+            `Dismiss: no docs change needed (${group.trace_ids.length} question${group.trace_ids.length === 1 ? "" : "s"})`)),
+      );
+    }
+    section.append(list);
   }
-  const list = el("ol", { class: "gap-list" });
-  for (const group of gaps.groups) {
-    list.append(
-      el("li", { class: "gap" },
-        el("p", { class: "gap-size" }, `${group.size} question${group.size === 1 ? "" : "s"}`),
-        el("ul", { class: "examples" }, group.examples.map((q) => el("li", {}, q))),
-        el("p", {}, "Why: ", Object.entries(group.reasons).map(([r, n]) => `${r.replace(/_/g, " ")} (${n})`).join(", ")),
-        group.missing_terms.length ? el("p", {}, "The docs never mention: ", el("strong", {}, group.missing_terms.join(", "))) : null,
-        group.nearest_page ? el("p", {}, "Nearest page: ", pageLink(group.nearest_page)) : null),
-    );
+  if (gaps.resolved.length) {
+    section.append(el("h3", {}, "Resolved by a sync"),
+      table(["Question", "Corpus", "Resolved by job", "When"],
+        gaps.resolved.map((r) => [r.question, r.corpus, el("span", { class: "id" }, r.job_id), when(r.at)]), "Questions a sync resolved"));
   }
-  section.append(list);
   return section;
+}
+
+function weakSection(weak) {
+  const section = el("section", { class: "weak", "aria-labelledby": "weak-title" },
+    el("h2", { id: "weak-title" }, `Answers to review (${weak.count} of ${weak.considered} answered close to a refusal)`));
+  section.append(weak.answers.length
+    ? table(["Question", "Corpus", "Cleared the refusal margin by", ""], weak.answers.map((a) => [
+      a.question, a.corpus, a.cleared_by.toFixed(3),
+      el("button", { type: "button", class: "link-button", onclick: () => openTrace(a.trace_id) }, "Details")]), "Answers to review")
+    : el("p", { class: "muted" }, `No answer cleared the refusal margin by less than ${weak.margin}.`));
+  return section;
+}
+
+async function dismiss(group) {
+  await guarded("insights", async () => {
+    const body = await api.postJSON("/admin/insights/gaps/dismiss", { trace_ids: group.trace_ids });
+    await loadInsights();
+    status("insights", `Dismissed ${body.dismissed} question(s): they no longer count as a docs gap.`);
+  });
+}
+
+async function showIssueBody(query, box) {
+  await guarded("insights", async () => {
+    box.value = await api.getText(`/admin/insights/gaps${query}&format=markdown`);
+    box.hidden = false;
+    box.focus();
+    box.select();
+  });
+}
+
+async function download(path, name) {
+  await guarded("insights", async () => {
+    const text = await api.getText(path);
+    const link = el("a", { href: URL.createObjectURL(new Blob([text], { type: "text/csv" })), download: name });
+    document.body.append(link);
+    link.click();
+    link.remove();
+  });
+}
+
+function openTrace(traceId) {
+  select($("tab-traces"));
+  showTrace(traceId);
 }
 
 async function loadCorpusChoices() {
@@ -230,7 +289,7 @@ const SYNC_MISSING = "Sync is not available on this server: it has no /admin/cor
   + "(re-ingest with `citedocs ingest`).";
 const FINISHED = new Set(["succeeded", "failed", "held"]);
 
-const when = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) : "–");
+const when = (iso) => (iso ? el("span", { class: "when" }, iso.replace("T", " ").slice(0, 16)) : "–");
 const badge = (state) => el("span", { class: `badge status-${state}` }, state);
 
 async function loadCorpora(announce = true) {
@@ -254,7 +313,7 @@ async function loadCorpora(announce = true) {
       describeSource(c.source),
       c.version || "–",
       String(c.chunks),
-      c.last_sync ? el("span", {}, badge(c.last_sync.status), ` ${when(c.last_sync.finished_at || c.last_sync.created_at)}`) : "never",
+      c.last_sync ? el("span", {}, badge(c.last_sync.status), " ", when(c.last_sync.finished_at || c.last_sync.created_at)) : "never",
       when(c.next_sync_at),
       el("button", { type: "button", class: "small", onclick: () => syncNow(c.name) }, `Sync ${c.name} now`),
     ]), "Corpora"));
