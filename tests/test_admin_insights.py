@@ -228,3 +228,19 @@ def test_docs_gaps_export_as_json_csv_and_a_markdown_issue_body(server, keys):
     assert markdown.text.startswith("## Docs gaps, ") and "### 1. " in markdown.text
     assert "How do I configure Kubernetes autoscaling for my Astro pods?" in markdown.text.replace("\\", "")
     assert httpx.get(url, params={"format": "pdf"}, headers=admin(keys)).status_code == 422
+
+
+def test_an_admin_dismisses_its_own_gap_questions_only_and_each_attempt_is_audited(server, keys):
+    base, traces = server
+    url = f"{base}/admin/insights/gaps/dismiss"
+    other = httpx.post(url, json={"trace_ids": [traces[GLOBEX_QUESTION]]}, headers=admin(keys))
+    assert (other.status_code, other.json()["error"]) == (404, "unknown_trace")
+    empty = httpx.post(url, json={"trace_ids": []}, headers=admin(keys))
+    assert empty.status_code == 422
+    done = httpx.post(url, json={"trace_ids": [traces[ACME_GAP]]}, headers=admin(keys))
+    assert done.status_code == 200 and done.json() == {"dismissed": 1}
+    gaps = httpx.get(f"{base}/admin/insights/gaps", headers=admin(keys)).json()["gaps"]
+    assert gaps["dismissed"] == 1 and all(ACME_GAP not in g["examples"] for g in gaps["groups"])
+    audit = httpx.get(f"{base}/admin/audit", headers=admin(keys)).json()["actions"]
+    assert [(a["action"], a["outcome"]) for a in audit[:2]] == [("gap.dismiss", "ok"), ("gap.dismiss", "unknown_trace")]
+    assert all(a["action"] != "gap.dismiss" for a in httpx.get(f"{base}/admin/audit", headers=admin(keys, "globex")).json()["actions"])
