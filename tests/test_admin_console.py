@@ -311,14 +311,16 @@ def test_a_failed_sync_looks_failed_refreshes_the_panel_and_is_in_the_audit_log(
         jobs.find_element(By.CSS_SELECTOR, ".badge.status-succeeded").value_of_css_property("color")
     shot(driver, "jobs")
     assert words_broken_mid_letter(driver) == []
+    assert driver.execute_script("return document.documentElement.scrollWidth <= window.innerWidth"), "the jobs table is wider than the window"
 
     driver.find_element(By.ID, "tab-audit").click()
     audit = driver.find_element(By.ID, "panel-audit")
     wait(driver, lambda d: job_id in audit.text, "the audit log lacks the job's end")
     ended = next(r for r in audit.find_elements(By.CSS_SELECTOR, "tbody tr") if job_id in r.text and "job.ended" in r.text)
     assert "failed" in ended.text and "small-docs" in ended.text and "is gone" in ended.text
-    assert words_broken_mid_letter(driver) == []
     shot(driver, "audit")
+    assert words_broken_mid_letter(driver) == []
+    assert driver.execute_script("return document.documentElement.scrollWidth <= window.innerWidth"), "the audit log is wider than the window"
 
 
 def test_forgetting_the_key_returns_to_the_key_form(driver, console_server):

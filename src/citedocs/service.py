@@ -410,10 +410,10 @@ class Services:
             for trace_id in ids:
                 self.trace(trace_id, owner)
         except UnknownTrace as exc:
-            self.audit(key, "gap.dismiss", ",".join(ids)[:200], "unknown_trace", str(exc), tenant=owner)
+            self.audit(key, "gap.dismiss", ", ".join(ids)[:200], "unknown_trace", str(exc), tenant=owner)
             raise
         self.store.mark_gaps(ids, "dismissed", key.key_id if key else "cli", _now().isoformat(timespec="seconds"))
-        self.audit(key, "gap.dismiss", ",".join(ids)[:200], "ok", f"{len(ids)} question(s)", tenant=owner)
+        self.audit(key, "gap.dismiss", ", ".join(ids)[:200], "ok", f"{len(ids)} question(s)", tenant=owner)
         return len(ids)
 
     def resolve_gaps(self, corpus: str, job_id: str) -> dict:

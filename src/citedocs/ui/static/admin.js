@@ -448,7 +448,7 @@ async function loadAudit() {
   status("audit", "Loading the audit log…");
   const body = await api.getJSON("/admin/audit?limit=200");
   $("audit").replaceChildren(table(["When", "Key", "Action", "Target", "Outcome", "Detail"],
-    body.actions.map((a) => [a.at, a.key_id, a.action, a.target, a.action === "job.ended" ? badge(a.outcome) : a.outcome, a.detail || ""]),
+    body.actions.map((a) => [el("span", { class: "when" }, a.at.replace("T", " ").slice(0, 19)), a.key_id, a.action, a.target, a.action === "job.ended" ? badge(a.outcome) : a.outcome, a.detail || ""]),
     "Audit log"));
   status("audit", `${body.actions.length} entr${body.actions.length === 1 ? "y" : "ies"}.`);
 }
