@@ -75,7 +75,6 @@ from .store import (
     TraceRow,
     ingest_lost,
     packed_vector,
-    unpacked_vector,
     pause_mid_write_if_asked,
     shared_tables,
     trace_lost,
@@ -711,13 +710,6 @@ class PostgresStore:
     def trace_payloads(self, trace_ids: list[str]) -> dict[str, dict]:
         rows = self._read("SELECT trace_id, payload FROM traces WHERE trace_id = ANY(%s)", (trace_ids,))
         return {r["trace_id"]: json.loads(r["payload"]) for r in rows}
-
-    def question_vectors(self, trace_ids: list[str]) -> dict[str, np.ndarray]:
-        rows = self._read(
-            "SELECT trace_id, question_vector FROM traces WHERE trace_id = ANY(%s) AND question_vector IS NOT NULL",
-            (trace_ids,),
-        )
-        return {r["trace_id"]: unpacked_vector(bytes(r["question_vector"])) for r in rows}
 
     def get_trace(self, trace_id: str, tenant: str | None = None) -> dict | None:
         with self._connection() as conn:

@@ -62,7 +62,6 @@ from .store import (
     pause_mid_write_if_asked,
     shared_tables,
     trace_lost,
-    unpacked_vector,
 )
 from .token_codec import PackedTokens
 
@@ -559,9 +558,6 @@ class SQLiteStore:
 
     def trace_payloads(self, trace_ids: list[str]) -> dict[str, dict]:
         return {r["trace_id"]: json.loads(r["value"]) for r in self._by_trace_id("payload", trace_ids)}
-
-    def question_vectors(self, trace_ids: list[str]) -> dict[str, np.ndarray]:
-        return {r["trace_id"]: unpacked_vector(r["value"]) for r in self._by_trace_id("question_vector", trace_ids)}
 
     def get_trace(self, trace_id: str, tenant: str | None = None) -> dict | None:
         with self._lock:

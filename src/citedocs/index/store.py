@@ -184,10 +184,6 @@ def packed_vector(vector: np.ndarray | None) -> bytes | None:
     return None if vector is None else np.asarray(vector, dtype=np.float16).tobytes()
 
 
-def unpacked_vector(data: bytes) -> np.ndarray:
-    return np.frombuffer(data, dtype=np.float16).astype(np.float32)
-
-
 @dataclass(frozen=True)
 class TraceColumns:
     """A trace's payload reduced to the columns insights read (written with the trace; computed once,
@@ -552,10 +548,6 @@ class Store(Protocol):
 
     def trace_payloads(self, trace_ids: list[str]) -> dict[str, dict]:
         """The stored payloads of these traces (without feedback), by trace id."""
-        ...
-
-    def question_vectors(self, trace_ids: list[str]) -> dict[str, np.ndarray]:
-        """The stored question vectors (float32) of these traces; a trace stored without one is absent."""
         ...
 
     def prune_traces(self, created_before: str) -> int:
