@@ -196,7 +196,14 @@ def create_app(services: Services | None = None) -> FastAPI:
         docs gaps grouped by topic and past answers a docs change affected."""
         return svc().insights(key.tenant, corpus or None, since, until or None, gaps)
 
-    @app.get("/admin/insights/gaps", responses=GUARDED)
+    @app.get(
+        "/admin/insights/gaps",
+        responses={
+            200: {"description": "The docs gaps (format: json, csv or markdown)",
+                  "content": {"application/json": {}, "text/csv": {"schema": {"type": "string"}}, "text/markdown": {"schema": {"type": "string"}}}},
+            **GUARDED,
+        },
+    )
     def admin_insights_gaps(
         key: AdminKey,
         corpus: str | None = None,
