@@ -6,6 +6,11 @@
         source is the bundled Astro docs folder, and `sync` (job created, source read, every file
         hashed, nothing embedded, job recorded) is timed end to end, --runs times.
 
+    python benchmarks/bench_sync.py process --index /work/cache/astro-seed/citedocs.sqlite3 [--runs 5]
+        The same no-change sync as cron or CI runs it: `citedocs sync astro` and `citedocs ingest DOCS`
+        (DOCS: the folder the index was ingested from) as new processes (imports, settings, store, job), each timed end to end, wall clock and the
+        CPU time the process used (user + system: what the machine's other load does not inflate).
+
     python benchmarks/bench_sync.py webhook --index /work/cache/astro-seed/citedocs.sqlite3 [--runs 3]
         One edited page, webhook to searchable: a real `citedocs serve` (its in-process worker) over a
         copy of the index and of the docs; per run one page gets a new paragraph, a signed webhook is
@@ -81,6 +86,42 @@ def nochange(args) -> dict:
         "median_s": round(statistics.median(times), 3),
         "ingest_seconds_each": [r["seconds"] for r in reports],
     }
+
+
+def process(args) -> dict:
+    import resource
+    import sqlite3
+
+    home = _home_with(args.index)
+    with sqlite3.connect(home / "citedocs.sqlite3") as db:  # the folder the index was ingested from
+        (docs,) = db.execute("SELECT source_dir FROM corpora WHERE name = ?", (config.ASTRO_CORPUS_NAME,)).fetchone()
+    env = os.environ | {"CITEDOCS_HOME": str(home), "COLUMNS": "200"}
+    env.pop("CITEDOCS_DATABASE_URL", None)
+    commands = {
+        "citedocs sync astro": ["sync", config.ASTRO_CORPUS_NAME],
+        "citedocs ingest DOCS --corpus astro": ["ingest", docs, "--corpus", config.ASTRO_CORPUS_NAME],
+    }
+    cli = [sys.executable, "-m", "citedocs.cli"]
+    result: dict = {"what": "no-change sync and ingest of the Astro corpus, each a new process"}
+    for name, argv in commands.items():
+        walls, cpus, outputs = [], [], []
+        for _ in range(args.runs):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            started = time.perf_counter()
+            run = subprocess.run([*cli, *argv], env=env, capture_output=True, text=True, check=True)
+            walls.append(time.perf_counter() - started)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+            outputs.append(run.stdout)
+        result[name] = {
+            "wall_s_each": [round(t, 2) for t in walls],
+            "wall_median_s": round(statistics.median(walls), 2),
+            "cpu_s_each": [round(t, 2) for t in cpus],
+            "cpu_median_s": round(statistics.median(cpus), 2),
+            "nothing_embedded": all("0 added, 0 changed, 0 removed" in out for out in outputs),
+        }
+    shutil.rmtree(home, ignore_errors=True)
+    return result
 
 
 def webhook(args) -> dict:
@@ -206,13 +247,13 @@ def drain(args) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
-    for name in ("nochange", "webhook"):
+    for name in ("nochange", "process", "webhook"):
         cmd = sub.add_parser(name)
         cmd.add_argument("--index", type=Path, default=config.database_path())
-        cmd.add_argument("--runs", type=int, default=5 if name == "nochange" else 3)
+        cmd.add_argument("--runs", type=int, default=3 if name == "webhook" else 5)
     sub.add_parser("drain").add_argument("--jobs", type=int, default=10)
     args = parser.parse_args()
-    result = {"nochange": nochange, "webhook": webhook, "drain": drain}[args.what](args)
+    result = {"nochange": nochange, "process": process, "webhook": webhook, "drain": drain}[args.what](args)
     result["load_average_1m"] = round(os.getloadavg()[0], 2)
     result["cores"] = os.cpu_count()
     print(json.dumps(result, indent=2))

@@ -1,24 +1,19 @@
 #!/usr/bin/env python
-"""How well the docs gaps group questions by topic, on questions labelled by hand (a script, not a test).
+"""How well the docs gaps group questions by topic, against hand-made topic labels (a script, not a test).
 
-Two hand-labelled sets (JSON lines: question, topic):
+Each set is JSON lines of ``{"question", "topic"}``, questions the docs do not answer (what the
+docs gaps group); every question of a set is grouped exactly as the insights group them
+(``salient_text`` with the set's corpus name, the bi-encoder, ``cluster_questions`` at the default
+cut), and the script prints the adjusted Rand index (ARI; 1 = the hand labels exactly, 0 = chance),
+homogeneity (each group holds one topic) and completeness (each topic is in one group), next to the
+previous way (whole-question vectors, average linkage at 0.6) and a few other cuts.
 
-- data/gap_questions.jsonl: 60 questions about ten topics the Astro docs do not cover (Kubernetes,
-  payments, e-mail, mobile apps, realtime, PDF, ML, scheduling, experiments, desktop apps), six each;
-- data/gap_questions_flask.jsonl: 50 Flask questions, five each about eight topics the Flask docs
-  do not cover (GraphQL, OAuth/JWT, payments, containers, translations, rate limiting, search,
-  serving ML models) and two they do (blueprints, testing); written before any clustering ran on it.
+- evals/gaps-topics.jsonl: the tuning set (ten topics an Astro-like site does not cover, eight
+  questions each); the cut was chosen on it;
+- evals/gaps-topics-heldout.jsonl: eight other topics, seven questions each, never tuned on;
+- benchmarks/data/gap_questions.jsonl (Astro) and gap_questions_flask.jsonl (Flask): earlier sets.
 
-Each question is asked through the real pipeline (extractive backend) on ``--corpus``; the refused
-ones are what the insights group, exactly as the insights do (the vectors the traces keep,
-``cluster_questions`` with the default linkage and distance). The script prints the adjusted Rand
-index (ARI; 1 = the hand labels exactly, 0 = chance), homogeneity (each group holds one topic) and
-completeness (each topic is in one group) against the hand labels, for the refused questions and
-for all of them, and the same scores for the other clusterings compared (``alternatives``).
-The default was chosen on the Astro set and checked on the Flask set (docs/benchmarks/insights.md).
-
-    CITEDOCS_HOME=DIR python benchmarks/gap_grouping.py [--set benchmarks/data/gap_questions.jsonl]
-        [--corpus astro] [--json out.json]
+    python benchmarks/gap_grouping.py [--json out.json]
 """
 
 from __future__ import annotations
@@ -31,19 +26,23 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import adjusted_rand_score, completeness_score, homogeneity_score
 
-from citedocs.contract import AskRequest
-from citedocs.insights import GAP_DISTANCE, GAP_LINKAGE, cluster_questions
-from citedocs.service import Services
+from citedocs.insights import GAP_DISTANCE, GAP_LINKAGE, cluster_questions, salient_text, shared_words
+from citedocs.models.encoders import bi_encoder
 
-DATA = Path(__file__).resolve().parent / "data"
-# The clusterings compared; fixed before the second set (Flask) was asked or clustered.
-DISTANCES = {"average": (0.5, 0.6, 0.7, 0.8), "complete": (0.8, 0.9)}
+ROOT = Path(__file__).resolve().parent.parent
+# (file, the corpus name its questions were asked of, role)
+SETS = (
+    (ROOT / "evals/gaps-topics.jsonl", "astro", "tuning"),
+    (ROOT / "evals/gaps-topics-heldout.jsonl", "flask", "held out"),
+    (ROOT / "benchmarks/data/gap_questions.jsonl", "astro", "earlier set"),
+    (ROOT / "benchmarks/data/gap_questions_flask.jsonl", "flask", "earlier set"),
+)
+PREVIOUS = (0.6, "average")  # whole-question vectors, the grouping before salient words
+OTHER_CUTS = (0.75, 0.8, 0.9)
 
 
 def scores(truth: list[str], labels: list[int]) -> dict:
     return {
-        "questions": len(truth),
-        "topics": len(set(truth)),
         "groups": len(set(labels)),
         "ari": round(adjusted_rand_score(truth, labels), 3),
         "homogeneity": round(homogeneity_score(truth, labels), 3),
@@ -51,57 +50,42 @@ def scores(truth: list[str], labels: list[int]) -> dict:
     }
 
 
-def alternatives(truth: list[str], matrix: np.ndarray) -> dict[str, dict]:
-    """The scores of other kept clusterings on these questions: average and complete linkage at
-    several cuts and HDBSCAN, on the vectors as kept and on the vectors centred on their mean (what
-    all the questions share, "how do I ... in Astro", taken out)."""
-    from sklearn.cluster import HDBSCAN
-
-    def hdbscan(x):
-        labels = HDBSCAN(min_cluster_size=2, copy=True).fit_predict(x / np.linalg.norm(x, axis=1, keepdims=True))
-        return [label if label >= 0 else 1000 + i for i, label in enumerate(labels)]  # noise: a group each
-
-    table: dict[str, dict] = {}
-    for vectors_name, x in (("raw", matrix), ("centred", matrix - matrix.mean(axis=0))):
-        for linkage, distances in DISTANCES.items():
-            for d in distances:
-                table[f"{vectors_name} {linkage} {d}"] = scores(truth, cluster_questions(x, d, linkage))
-        table[f"{vectors_name} hdbscan"] = scores(truth, hdbscan(x))
-    return table
+def unit(matrix: np.ndarray) -> np.ndarray:
+    """As the traces keep them: float16, so the figures are those of a real report."""
+    return matrix.astype(np.float16).astype(np.float32)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--set", type=Path, default=DATA / "gap_questions.jsonl", help="questions labelled with a topic (JSON lines)")
-    parser.add_argument("--corpus", default="astro")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    cases = [json.loads(line) for line in args.set.read_text().splitlines() if line.strip()]
-    services = Services.open(backend="extractive")
-    traces = [services.ask(AskRequest(question=c["question"], corpus=args.corpus)) for c in cases]
-    vectors = services.store.question_vectors([t.trace_id for t in traces])
-    refused = [(c, t) for c, t in zip(cases, traces) if t.refused]
-    result = {
-        "set": args.set.name,
-        "corpus": args.corpus,
-        "distance": GAP_DISTANCE,
-        "linkage": GAP_LINKAGE,
-        "refused_by_reason": dict(Counter(t.refusal_reason.split(":")[0] for _, t in refused)),
-    }
-    for name, subset in (("refused", refused), ("all", list(zip(cases, traces)))):
-        matrix = np.stack([vectors[t.trace_id] for _, t in subset])
-        truth = [c["topic"] for c, _ in subset]
-        labels = cluster_questions(matrix)
-        result[name] = scores(truth, labels)
+    encoder = bi_encoder()
+    results = []
+    for path, corpus, role in SETS:
+        cases = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        truth = [c["topic"] for c in cases]
+        shared = shared_words([c["question"] for c in cases])
+        salient = unit(encoder.encode([salient_text(c["question"], corpus, shared) for c in cases]))
+        whole = unit(encoder.encode([c["question"] for c in cases]))
+        labels = cluster_questions(salient)
         groups = defaultdict(list)
-        for (case, _), label in zip(subset, labels):
-            groups[label].append(case["topic"])
-        result[name]["groups_by_topic"] = sorted((dict(Counter(g)) for g in groups.values()), key=lambda g: -sum(g.values()))
-        result[name]["alternatives"] = alternatives(truth, matrix)
-    services.store.close()
-    print(json.dumps(result, indent=2))
+        for topic, label in zip(truth, labels):
+            groups[label].append(topic)
+        results.append(
+            {
+                "set": str(path.relative_to(ROOT)),
+                "role": role,
+                "questions": len(cases),
+                "topics": len(set(truth)),
+                f"now (salient words, {GAP_LINKAGE} {GAP_DISTANCE})": scores(truth, labels),
+                f"before (whole questions, {PREVIOUS[1]} {PREVIOUS[0]})": scores(truth, cluster_questions(whole, *PREVIOUS)),
+                "other cuts (salient words)": {str(d): scores(truth, cluster_questions(salient, d))["ari"] for d in OTHER_CUTS},
+                "groups_by_topic": sorted((dict(Counter(g)) for g in groups.values()), key=lambda g: -sum(g.values())),
+            }
+        )
+    print(json.dumps(results, indent=2))
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
 
 
 if __name__ == "__main__":

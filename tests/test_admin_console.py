@@ -7,6 +7,7 @@ finishes. Screenshots for the docs are taken on the way (docs/screenshots/admin-
 
 from __future__ import annotations
 
+import shutil
 import time
 import zipfile
 
@@ -14,6 +15,7 @@ import httpx
 import pytest
 
 from citedocs.service import Services
+from citedocs.sync.service import Syncs
 
 from conftest import copy_of_small_home, running_server
 
@@ -57,12 +59,12 @@ def console_server(small_home, tmp_path_factory):
     with running_server(home, CITEDOCS_DATABASE_URL="") as (base, _):
         for question in OTHER_GAPS:
             httpx.post(f"{base}/ask", json={"question": question}, timeout=120).raise_for_status()
-        yield base, keys
+        yield base, keys, home
 
 
 @pytest.fixture(scope="module")
 def driver():
-    with headless_chromium(1200, 1400) as browser:
+    with headless_chromium(1280, 1400) as browser:  # a laptop's width: every table must read at it
         yield browser
 
 
@@ -70,7 +72,9 @@ def wait(driver, condition, message, timeout=60):
     try:
         return WebDriverWait(driver, timeout, poll_frequency=0.1).until(condition)
     except TimeoutException:
-        pytest.fail(f"{message}\n--- page ---\n{driver.find_element(By.TAG_NAME, 'body').text[:3000]}")
+        shown = [p.text for p in driver.find_elements(By.CSS_SELECTOR, "[role=tabpanel]") if p.is_displayed()]
+        logged = [e["message"] for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
+        pytest.fail(f"{message}\n--- panel ---\n{''.join(shown)[:3000]}\n--- browser log ---\n" + "\n".join(logged))
 
 
 def shot(driver, name: str) -> None:
@@ -98,7 +102,7 @@ def open_console(driver, base: str, key: str | None = None) -> None:
 
 
 def test_the_console_refuses_a_missing_wrong_or_non_admin_key(driver, console_server):
-    base, keys = console_server
+    base, keys, _ = console_server
     open_console(driver, base)
     assert driver.switch_to.active_element.get_attribute("id") == "admin-key"
     assert driver.find_element(By.CSS_SELECTOR, "label[for=admin-key]").text == "Admin key"
@@ -114,7 +118,7 @@ def test_the_console_refuses_a_missing_wrong_or_non_admin_key(driver, console_se
 
 
 def test_a_question_asked_in_the_chat_and_marked_down_shows_in_insights_and_gaps(driver, console_server):
-    base, keys = console_server
+    base, keys, _ = console_server
     driver.get(base + "/")
     wait(driver, lambda d: d.execute_script("return !!window.citedocs"), "the chat did not start")
     for count, question in enumerate((ANSWERED, GAP), start=1):
@@ -139,11 +143,21 @@ def test_a_question_asked_in_the_chat_and_marked_down_shows_in_insights_and_gaps
     assert "The docs never mention: Kubernetes" in gaps
     assert "does not say which buildpack" in insights.text  # the comment, with its question
     assert len(insights.find_elements(By.CSS_SELECTOR, ".charts svg[role=img]")) == 2
+    assert "Answers to review" in insights.text
     shot(driver, "insights")
+
+    driver.find_element(By.ID, "gaps-export").click()  # the gaps as an issue body to paste into a tracker
+    issue = driver.find_element(By.ID, "gaps-markdown")
+    wait(driver, lambda d: issue.is_displayed() and "## Docs gaps" in issue.get_attribute("value"), "no Markdown issue body")
+    stripe = next(g for g in insights.find_elements(By.CSS_SELECTOR, ".gap") if OTHER_GAPS[1] in g.text)
+    stripe.find_element(By.TAG_NAME, "button").click()
+    wait(driver, lambda d: "Dismissed" in d.find_element(By.ID, "insights-status").text, "the gap was not dismissed")
+    gaps = insights.find_element(By.CSS_SELECTOR, ".gaps").text
+    assert OTHER_GAPS[1] not in gaps and GAP in gaps and "question(s) dismissed" in gaps
 
 
 def test_the_console_is_usable_from_the_keyboard_and_keeps_the_key_for_the_tab(driver, console_server):
-    base, keys = console_server
+    base, keys, _ = console_server
     open_console(driver, base)  # a reload: the key is still in this tab's sessionStorage
     wait(driver, lambda d: d.find_element(By.ID, "console").is_displayed(), "the console forgot the key on reload")
     tab = driver.find_element(By.ID, "tab-insights")
@@ -156,8 +170,31 @@ def test_the_console_is_usable_from_the_keyboard_and_keeps_the_key_for_the_tab(d
     row = next(r for r in panel.find_elements(By.CSS_SELECTOR, "tbody tr") if ANSWERED in r.text)
     row.find_element(By.CSS_SELECTOR, "button[data-trace]").send_keys(Keys.ENTER)
     detail = driver.find_element(By.ID, "trace-detail")
-    wait(driver, lambda d: detail.is_displayed() and '"cited_hashes"' in detail.text, "no trace details")
+    wait(driver, lambda d: detail.is_displayed() and "Sources" in detail.text, "no trace details")
+    # read as the user saw it: the question, the answer with numbered citations, links to its sources
+    assert detail.find_element(By.TAG_NAME, "h3").text == ANSWERED
+    assert detail.find_elements(By.CSS_SELECTOR, ".answer p") and detail.find_elements(By.CSS_SELECTOR, ".answer a.cite")
+    links = [a.get_attribute("href") for a in detail.find_elements(By.CSS_SELECTOR, "ol.sources a")]
+    assert links and all(link.startswith("https://docs.astro.build/") for link in links)
+    assert '"cited_hashes"' not in detail.text  # the raw JSON is there, folded away
     shot(driver, "traces")
+
+    driver.find_element(By.ID, "traces-outcome").send_keys("refused")
+    driver.find_element(By.CSS_SELECTOR, "#traces-form button[type=submit]").click()
+    wait(driver, lambda d: "matching the filters" in d.find_element(By.ID, "traces-status").text, "the filter was not applied")
+    outcomes = [r.find_elements(By.TAG_NAME, "td")[3].text for r in panel.find_elements(By.CSS_SELECTOR, "tbody tr")]
+    assert outcomes and all(o.startswith("refused") for o in outcomes) and ANSWERED not in panel.text
+    row = next(r for r in panel.find_elements(By.CSS_SELECTOR, "tbody tr") if GAP in r.text)
+    row.find_element(By.CSS_SELECTOR, "button[data-trace]").click()
+    wait(driver, lambda d: "Refused." in detail.text and "Nearest passages" in detail.text, "a refusal's details")
+    driver.find_element(By.ID, "traces-outcome").send_keys("marked not helpful")
+    driver.find_element(By.CSS_SELECTOR, "#traces-form button[type=submit]").click()
+    wait(driver, lambda d: ANSWERED in panel.text and GAP not in panel.text, "the thumbs-down filter")
+    driver.find_element(By.ID, "traces-outcome").send_keys("every answer and refusal")
+    driver.find_element(By.ID, "traces-since").send_keys("01012020")
+    driver.find_element(By.ID, "traces-until").send_keys("01022020")
+    driver.find_element(By.CSS_SELECTOR, "#traces-form button[type=submit]").click()
+    wait(driver, lambda d: "No trace matches these filters." in panel.text, "the date filter")
 
     driver.switch_to.active_element.send_keys(Keys.SHIFT, Keys.TAB)  # back to the traces panel's controls
     driver.find_element(By.ID, "tab-traces").send_keys(Keys.END)
@@ -167,7 +204,7 @@ def test_the_console_is_usable_from_the_keyboard_and_keeps_the_key_for_the_tab(d
 
 
 def test_keys_are_created_and_revoked_from_the_console_and_audited(driver, console_server):
-    base, keys = console_server
+    base, keys, _ = console_server
     open_console(driver, base, keys["admin"])
     driver.find_element(By.ID, "tab-keys").click()
     keys_panel = driver.find_element(By.ID, "panel-keys")
@@ -187,7 +224,7 @@ def test_keys_are_created_and_revoked_from_the_console_and_audited(driver, conso
 
 
 def test_an_archive_uploaded_in_the_console_becomes_a_corpus_once_its_job_finishes(driver, console_server, tmp_path):
-    base, keys = console_server
+    base, keys, _ = console_server
     archive = tmp_path / "okapi-docs.zip"
     with zipfile.ZipFile(archive, "w") as bundle:
         bundle.writestr("guides/okapi.mdx", OKAPI_PAGE)
@@ -209,18 +246,85 @@ def test_an_archive_uploaded_in_the_console_becomes_a_corpus_once_its_job_finish
     assert "upload" in row.text and row.find_element(By.TAG_NAME, "progress").get_attribute("value") == "1"
     row.find_element(By.TAG_NAME, "summary").click()
     assert '"switched": true' in row.find_element(By.CSS_SELECTOR, "details pre").text  # the report: live now
-    shot(driver, "jobs")
+    assert row.find_element(By.CSS_SELECTOR, ".badge.status-succeeded").text == "succeeded"
 
     driver.find_element(By.ID, "tab-corpora").click()
     corpora = driver.find_element(By.ID, "corpora")
     wait(driver, lambda d: "okapi-docs" in corpora.text and "archive" in corpora.text, "the new corpus is not listed")
+    assert words_broken_mid_letter(driver) == []
     shot(driver, "corpora")
     answer = httpx.post(f"{base}/ask", json={"question": "What is an okapi?", "corpus": "okapi-docs"}, timeout=120).json()
     assert not answer["refused"] and answer["citations"][0]["id"].startswith("guides/okapi#")
 
 
+def words_broken_mid_letter(driver) -> list[str]:
+    """Table cells whose text wraps inside a word (measured by the browser: a word's first and last
+    letters on different lines), with the cell's text."""
+    return driver.execute_script("""
+      const broken = [];
+      for (const cell of document.querySelectorAll("td")) {
+        if (!cell.offsetParent) continue;
+        const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+          if (!node.parentElement.checkVisibility()) continue;  // a closed <details>: not laid out
+          for (const match of node.textContent.matchAll(/[A-Za-z]{2,}/g)) {
+            const range = document.createRange();
+            range.setStart(node, match.index);
+            range.setEnd(node, match.index + match[0].length);
+            if (range.getClientRects().length > 1) broken.push(match[0] + " in: " + cell.textContent.slice(0, 80));
+          }
+        }
+      }
+      return broken;""")
+
+
+def test_a_failed_sync_looks_failed_refreshes_the_panel_and_is_in_the_audit_log(driver, console_server, tmp_path):
+    base, keys, home = console_server
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    (gone / "page.mdx").write_text(OKAPI_PAGE, encoding="utf-8")
+    services = Services.open(home / "citedocs.sqlite3")  # the operator points the corpus at a folder...
+    Syncs(services).set_source("small-docs", "folder", str(gone), {}, "default")
+    services.store.close()
+    shutil.rmtree(gone)  # ...that is then removed: its next sync fails
+    open_console(driver, base, keys["admin"])
+    driver.find_element(By.ID, "tab-corpora").click()
+    corpora = driver.find_element(By.ID, "corpora")
+    wait(driver, lambda d: "small-docs" in corpora.text, "no small-docs corpus")
+    row = next(r for r in corpora.find_elements(By.CSS_SELECTOR, "tbody tr") if r.text.startswith("small-docs"))
+    row.find_element(By.TAG_NAME, "button").click()
+    corpora_status = driver.find_element(By.ID, "corpora-status")
+    wait(driver, lambda d: "Sync of small-docs: job" in corpora_status.text and "failed" in corpora_status.text,
+         "the panel never said how the sync ended", timeout=240)
+    assert "error" in corpora_status.get_attribute("class") and "is gone" in corpora_status.text
+    row = next(r for r in corpora.find_elements(By.CSS_SELECTOR, "tbody tr") if r.text.startswith("small-docs"))
+    assert row.find_element(By.CSS_SELECTOR, ".badge.status-failed").text == "failed"  # refreshed without a reload
+    job_id = corpora_status.text.split("job ", 1)[1].split(" ", 1)[0]
+    assert words_broken_mid_letter(driver) == []
+
+    driver.find_element(By.ID, "tab-jobs").click()
+    jobs = driver.find_element(By.ID, "jobs")
+    wait(driver, lambda d: job_id in jobs.text, "the job is not listed")
+    failed = next(r for r in jobs.find_elements(By.CSS_SELECTOR, "tbody tr") if job_id in r.text)
+    assert "job-failed" in failed.get_attribute("class") and "is gone" in failed.find_element(By.CSS_SELECTOR, ".job-error").text
+    assert failed.find_element(By.CSS_SELECTOR, ".badge.status-failed").value_of_css_property("color") != \
+        jobs.find_element(By.CSS_SELECTOR, ".badge.status-succeeded").value_of_css_property("color")
+    shot(driver, "jobs")
+    assert words_broken_mid_letter(driver) == []
+    assert driver.execute_script("return document.documentElement.scrollWidth <= window.innerWidth"), "the jobs table is wider than the window"
+
+    driver.find_element(By.ID, "tab-audit").click()
+    audit = driver.find_element(By.ID, "panel-audit")
+    wait(driver, lambda d: job_id in audit.text, "the audit log lacks the job's end")
+    ended = next(r for r in audit.find_elements(By.CSS_SELECTOR, "tbody tr") if job_id in r.text and "job.ended" in r.text)
+    assert "failed" in ended.text and "small-docs" in ended.text and "is gone" in ended.text
+    shot(driver, "audit")
+    assert words_broken_mid_letter(driver) == []
+    assert driver.execute_script("return document.documentElement.scrollWidth <= window.innerWidth"), "the audit log is wider than the window"
+
+
 def test_forgetting_the_key_returns_to_the_key_form(driver, console_server):
-    base, keys = console_server
+    base, keys, _ = console_server
     open_console(driver, base, keys["admin"])
     driver.find_element(By.ID, "sign-out").click()
     assert driver.find_element(By.ID, "sign-in").is_displayed()

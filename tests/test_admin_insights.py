@@ -224,3 +224,63 @@ def test_the_console_page_has_the_chat_pages_policy(server):
     page = httpx.get(f"{base}/admin")
     assert page.status_code == 200 and page.headers["content-security-policy"] == CHAT_PAGE_POLICY
     assert "<script type=\"module\" src=\"/static/admin.js\">" in page.text and "style=" not in page.text
+
+
+def test_traces_filter_by_outcome_thumbs_down_corpus_and_date(server, keys):
+    base, traces = server
+
+    def listed(**params) -> list[str]:
+        response = httpx.get(f"{base}/admin/traces", params=params, headers=admin(keys))
+        assert response.status_code == 200, response.text
+        return [t["question"] for t in response.json()["traces"]]
+
+    assert listed(outcome="refused") == [ACME_GAP]
+    assert listed(outcome="answered") == [ACME_QUESTION]
+    assert listed(outcome="thumbs_down") == [ACME_QUESTION]
+    assert sorted(listed(corpus="acme-docs", since="1d")) == sorted([ACME_GAP, ACME_QUESTION])
+    assert listed(until="2020-01-01") == [] and listed(corpus="globex-docs") == []  # another tenant's: nothing
+    bad = httpx.get(f"{base}/admin/traces", params={"since": "last tuesday"}, headers=admin(keys))
+    assert (bad.status_code, bad.json()["error"]) == (422, "invalid_range") and "7d" in bad.json()["detail"]
+    assert httpx.get(f"{base}/admin/traces", params={"outcome": "great"}, headers=admin(keys)).status_code == 422
+
+
+def test_a_trace_comes_with_its_sources_as_the_docs_have_them_now(server, keys):
+    base, traces = server
+    answered = httpx.get(f"{base}/admin/traces/{traces[ACME_QUESTION]}", headers=admin(keys)).json()
+    assert answered["sources"] and [s["id"] for s in answered["sources"]] == answered["cited_ids"]
+    assert all(s["url"].startswith(ASTRO_BASE_URL.rstrip("/")) and s["title"] and s["current"] for s in answered["sources"])
+    refused = httpx.get(f"{base}/admin/traces/{traces[ACME_GAP]}", headers=admin(keys)).json()
+    assert "sources" not in refused and 1 <= len(refused["nearest"]) <= 3
+
+
+def test_docs_gaps_export_as_json_csv_and_a_markdown_issue_body(server, keys):
+    base, _ = server
+    url = f"{base}/admin/insights/gaps"
+    as_json = httpx.get(url, headers=admin(keys)).json()
+    assert set(as_json) == {"range", "gaps", "weak_answers"}
+    assert any(ACME_GAP in g["examples"] for g in as_json["gaps"]["groups"])
+    assert GLOBEX_QUESTION not in str(as_json)
+    as_csv = httpx.get(url, params={"format": "csv"}, headers=admin(keys))
+    assert as_csv.headers["content-type"].startswith("text/csv")
+    assert as_csv.text.splitlines()[0] == "section,item,value,detail" and ACME_GAP in as_csv.text
+    markdown = httpx.get(url, params={"format": "markdown"}, headers=admin(keys))
+    assert markdown.headers["content-type"].startswith("text/markdown")
+    assert markdown.text.startswith("## Docs gaps, ") and "### 1. " in markdown.text
+    assert "How do I configure Kubernetes autoscaling for my Astro pods?" in markdown.text.replace("\\", "")
+    assert httpx.get(url, params={"format": "pdf"}, headers=admin(keys)).status_code == 422
+
+
+def test_an_admin_dismisses_its_own_gap_questions_only_and_each_attempt_is_audited(server, keys):
+    base, traces = server
+    url = f"{base}/admin/insights/gaps/dismiss"
+    other = httpx.post(url, json={"trace_ids": [traces[GLOBEX_QUESTION]]}, headers=admin(keys))
+    assert (other.status_code, other.json()["error"]) == (404, "unknown_trace")
+    empty = httpx.post(url, json={"trace_ids": []}, headers=admin(keys))
+    assert empty.status_code == 422
+    done = httpx.post(url, json={"trace_ids": [traces[ACME_GAP]]}, headers=admin(keys))
+    assert done.status_code == 200 and done.json() == {"dismissed": 1}
+    gaps = httpx.get(f"{base}/admin/insights/gaps", headers=admin(keys)).json()["gaps"]
+    assert gaps["dismissed"] == 1 and all(ACME_GAP not in g["examples"] for g in gaps["groups"])
+    audit = httpx.get(f"{base}/admin/audit", headers=admin(keys)).json()["actions"]
+    assert [(a["action"], a["outcome"]) for a in audit[:2]] == [("gap.dismiss", "ok"), ("gap.dismiss", "unknown_trace")]
+    assert all(a["action"] != "gap.dismiss" for a in httpx.get(f"{base}/admin/audit", headers=admin(keys, "globex")).json()["actions"])

@@ -61,6 +61,16 @@ def test_draft_page_is_not_admitted(services, small_docs):
     assert page_ids_in_search(services, "deploy to heroku with the heroku cli", "guides/deploy/heroku") == []
 
 
+@pytest.mark.parametrize("key", ['"draft"', "'draft'", '"dr\\x61ft"', '"dr\\u0061ft"'])
+def test_draft_page_is_not_admitted_however_its_key_is_spelled(services, small_docs, key):
+    """The frontmatter is read only where it may name a rule's field: a quoted or escaped key still does."""
+    text = (small_docs / HEROKU).read_text(encoding="utf-8")
+    (small_docs / HEROKU).write_text(text.replace("---\n", f"---\n{key}: true\n", 1), encoding="utf-8")
+    report = ingest(services, small_docs)
+    assert {d.path: d.reason for d in report.file_outcomes()}[HEROKU] == "frontmatter: draft=true"
+    assert HEROKU not in indexed_paths(services)
+
+
 def test_excluded_glob_is_not_indexed(services, small_docs, tmp_path):
     first = ingest(services, small_docs)
     assert SHARP in indexed_paths(services)

@@ -213,9 +213,10 @@ def test_traces_written_by_an_older_citedocs_are_summarised_and_read(tmp_path):
         report = services.insights("acme", since="2026-11-01")
         assert (report["questions"], report["answered"], report["refused_by_reason"]) == (2, 1, {"question_terms_not_in_docs": 1})
         assert report["latency_ms"]["p50"] == 470.0
-        gaps = {g["examples"][0]: g for g in report["gaps"]["groups"]}
+        # both are gaps (the two may share a group: both are about deploying somewhere)
+        gaps = {q: g for g in report["gaps"]["groups"] for q in g["examples"]}
         assert gaps[OLD_REFUSAL["question"]]["missing_terms"] == ["Kubernetes"]  # read from the reason's words
-        assert gaps[OLD_ANSWER["question"]]["reasons"] == {"thumbs_down": 1}
+        assert gaps[OLD_ANSWER["question"]]["reasons"]["thumbs_down"] == 1
         # without the hashes an older trace lacks, only a chunk that vanished can be named
         [affected] = report["affected_answers"]["answers"]
         assert affected["chunks"] == [{"id": "guides/deploy/heroku#gone/1", "change": "removed"}]
@@ -285,3 +286,91 @@ def test_the_insights_cli_prints_json_csv_and_a_readable_report(tmp_path, monkey
     assert bad.exit_code == 2 and "7d, 24h, 2w" in bad.output
     both = runner.invoke(cli, ["insights", "--json", "--csv"])
     assert both.exit_code == 2 and "pick one" in both.output
+    issue = runner.invoke(cli, ["insights", "--markdown", "--corpus", ACME])
+    assert issue.exit_code == 0 and issue.stdout.startswith("## Docs gaps, ") and KUBERNETES[0] in issue.stdout
+
+
+def test_gaps_group_questions_by_what_they_ask_about_not_by_how_they_are_asked():
+    """Whole questions group by their shared phrasing ("what's the best way to ... on my site");
+    their salient words group by topic, with the product name every question repeats left out."""
+    from citedocs.insights import cluster_questions, salient_text, shared_words
+    from citedocs.models.encoders import bi_encoder
+
+    questions = [
+        "What's the best way to send emails from my Acme site?",
+        "How do I configure SMTP for the contact form in Acme?",
+        "What's the best way to accept payments on my Acme site?",
+        "Can Acme charge credit cards with Stripe?",
+        "What's the best way to run Acme on Kubernetes?",
+        "Is there a Helm chart for Acme on k8s?",
+    ]
+    shared = shared_words(questions)
+    assert "acme" in shared and "kubernetes" not in shared
+    labels = cluster_questions(bi_encoder().encode([salient_text(q, "docs", shared) for q in questions]))
+    assert labels[0] == labels[1] and labels[2] == labels[3] and labels[4] == labels[5]
+    assert len({labels[0], labels[2], labels[4]}) == 3
+
+
+def test_salient_words_keep_every_script():
+    from citedocs.insights import salient_text
+
+    assert salient_text("Как настроить Kubernetes для сайта?") == "как настроить kubernetes для сайта"
+    assert salient_text("如何部署到Kubernetes集群？") == "如何部署到kubernetes集群"
+    assert salient_text("كيف أنشر الموقع على Kubernetes؟", "astro") == "كيف أنشر الموقع على kubernetes"
+    assert salient_text("How do I do it?") == "how do i do it?"  # nothing salient: the question whole
+
+
+@both_stores
+def test_answers_close_to_a_refusal_are_listed_for_review(history):
+    """Answered, but the best passage only just cleared the refusal margin: a writer should look."""
+    from citedocs.insights import Insights, InsightsRange, parse_since
+
+    services, ids = history
+    where = InsightsRange("acme", None, parse_since("7d")).filter()
+
+    def weak(margin: float) -> dict:
+        return Insights(services.store, services.corpora("acme"), services.question_vectors.encode, 500, margin).weak_answers(where)
+
+    everything = weak(10.0)  # every answer cleared the margin by less than 10
+    assert everything["considered"] == 2 and everything["count"] == 2
+    assert {a["question"] for a in everything["answers"]} == set(ANSWERED)
+    cleared = [a["cleared_by"] for a in everything["answers"]]
+    assert cleared == sorted(cleared) and all(c >= 0 for c in cleared)  # closest to a refusal first; none below it
+    assert weak(min(cleared) / 2 if min(cleared) > 0 else 1e-9)["count"] == 0
+    assert services.insights("acme")["weak_answers"]["margin"] == 0.05  # the setting's default
+
+
+def test_the_insights_cli_writes_the_gaps_as_a_markdown_issue_body():
+    """User text in the issue body is inert: Markdown specials escaped, no @mentions."""
+    from typer.testing import CliRunner
+
+    from citedocs.cli import app as cli
+    from citedocs.insights import gaps_markdown
+
+    body = gaps_markdown({
+        "range": {"since": "2026-11-01T00:00:00+00:00", "until": "2026-11-08T00:00:00+00:00", "corpus": None},
+        "gaps": {"considered": 1, "groups": [{"size": 1, "examples": ["Does @team know [a](javascript:x) <b>?"],
+                 "reasons": {"low_retrieval_confidence": 1}, "missing_terms": [], "nearest_page": None}]},
+        "weak_answers": {"count": 0, "answers": []},
+    })
+    assert "@\u200bteam" in body and "\\[a\\]\\(javascript:x\\)" in body and "\\<b\\>" in body
+    refused = CliRunner().invoke(cli, ["insights", "--markdown", "--no-gaps"])
+    assert refused.exit_code == 2 and "cannot be used with --no-gaps" in refused.output
+
+
+@both_stores
+def test_a_dismissed_question_leaves_the_docs_gaps_and_the_audit_log_says_who(history):
+    """Runs last on its history: the Kubernetes gap loses one question for good."""
+    from citedocs.service import UnknownTrace
+
+    services, ids = history
+    with pytest.raises(UnknownTrace):  # another tenant's question is not acme's to dismiss
+        services.dismiss_gaps([ids["globex"]], tenant="acme")
+    assert services.insights("globex")["gaps"]["dismissed"] == 0
+    assert services.dismiss_gaps([ids[KUBERNETES[1]]], tenant="acme") == 1
+    gaps = services.insights("acme")["gaps"]
+    assert gaps["dismissed"] == 1 and all(KUBERNETES[1] not in g["examples"] for g in gaps["groups"])
+    assert any(set(g["examples"]) == {KUBERNETES[0], KUBERNETES[2]} for g in gaps["groups"])
+    done, refused = services.admin_actions("acme", 2)  # newest first
+    assert (done.action, done.outcome, done.target) == ("gap.dismiss", "ok", ids[KUBERNETES[1]])
+    assert (refused.action, refused.outcome) == ("gap.dismiss", "unknown_trace")

@@ -6,7 +6,9 @@ repositories, a real (closed) port for the unreachable site."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -74,6 +76,25 @@ def test_a_sync_re_reads_the_folder_and_reports_the_chunks_that_changed(syncs, s
 
 
 @pytest.mark.parametrize("store_backend", BACKENDS, scope="session")
+def test_a_sync_that_answers_a_refused_question_marks_its_gap_resolved_by_that_job(syncs, small_docs):
+    from citedocs.contract import AskRequest
+
+    ingested(syncs, small_docs)
+    services = syncs.services
+    question = "What is a zebra crossing with striped crossings?"
+    refused = services.ask(AskRequest(question=question, corpus=CORPUS))
+    assert refused.refused and refused.refusal_reason.startswith("low_retrieval_confidence")
+    unchanged = run_sync(syncs)  # nothing new: no version switched, nothing checked
+    assert "resolved_gaps" not in unchanged.report
+    write_docs(small_docs, {NEW_PAGE: ZEBRA})
+    job = run_sync(syncs)
+    assert job.status == "succeeded" and job.report["resolved_gaps"] == {"checked": 1, "resolved": 1}
+    gaps = services.insights(None, CORPUS)["gaps"]
+    assert gaps["groups"] == [] and gaps["resolved_count"] == 1
+    [resolved] = gaps["resolved"]
+    assert (resolved["question"], resolved["job_id"], resolved["trace_id"]) == (question, job.id, refused.trace_id)
+
+
 def test_a_sync_while_one_is_queued_or_running_returns_that_job(syncs, small_docs):
     ingested(syncs, small_docs)
     first, created = syncs.start(CORPUS, "admin")
@@ -105,6 +126,9 @@ def test_a_vanished_source_folder_fails_the_job_and_the_live_version_keeps_answe
     small_docs.rename(moved)
     job = run_sync(syncs)
     assert job.status == "failed" and "is gone" in job.error and "keeps serving" in job.error
+    ended = syncs.services.admin_actions()[0]  # the audit log says how the job ended, and which job
+    assert (ended.action, ended.target, ended.outcome) == ("job.ended", CORPUS, "failed")
+    assert ended.detail.startswith(f"job {job.id} (cli): ") and "is gone" in ended.detail
     assert syncs.services.corpus(CORPUS).version == live
     assert syncs.services.search("Heroku deploy", CORPUS, 3).hits
 
@@ -206,6 +230,24 @@ def test_cli_ingest_remembers_the_folder_and_sync_reads_it_again(tmp_home, small
     assert unknown.exit_code == 2 and "unknown corpus 'nope'" in unknown.output
 
 
+def test_a_sync_that_finds_nothing_changed_loads_no_model_runtime(tmp_home, small_docs):
+    """A no-change sync from cron or CI reads and hashes the files; the model (and torch, onnxruntime,
+    scipy, the reStructuredText reader) is for text that must be embedded, and none is."""
+    done = CliRunner().invoke(cli, ["ingest", str(small_docs), "-c", CORPUS, "--base-url", ASTRO_BASE_URL])
+    assert done.exit_code == 0, done.output
+    probe = (
+        "import sys\n"
+        "from citedocs.cli import main\n"
+        "sys.argv = ['citedocs', 'sync', '%s']\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "heavy = sorted(m for m in ('torch', 'onnxruntime', 'sentence_transformers', 'scipy', 'docutils') if m in sys.modules)\n"
+        "print('loaded:', heavy)\n"
+    ) % CORPUS
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=os.environ | {"COLUMNS": "200"}, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "0 added, 0 changed, 0 removed" in run.stdout and "loaded: []" in run.stdout, run.stdout
+
+
 def test_the_operators_syncs_and_webhook_secrets_are_in_the_audit_log(syncs, small_docs):
     ingested(syncs, small_docs)
     run_sync(syncs)
@@ -213,10 +255,12 @@ def test_the_operators_syncs_and_webhook_secrets_are_in_the_audit_log(syncs, sma
         syncs.start("nope", "cli")
     syncs.rotate_webhook_secret(CORPUS)
     syncs.start(CORPUS, "schedule")  # not someone's action: not in the log
-    newest = [(a.action, a.target, a.key_id, a.outcome) for a in syncs.services.admin_actions()]
+    # the actor: the key id, "cli", or for a job's end its worker ("worker:cli:<host>:<pid>")
+    newest = [(a.action, a.target, ":".join(a.key_id.split(":")[:2]), a.outcome) for a in syncs.services.admin_actions()]
     assert newest == [
         ("webhook.secret", CORPUS, "cli", "ok"),
         ("corpus.sync", "nope", "cli", "unknown_corpus"),
+        ("job.ended", CORPUS, "worker:cli", "succeeded"),
         ("corpus.sync", CORPUS, "cli", "ok"),
     ]
 

@@ -86,8 +86,10 @@ def test_an_admin_sync_returns_a_job_the_server_runs_and_reports(server, site):
     assert job["status"] == "succeeded" and job["trigger"] == "admin" and job["attempts"] == 1
     assert job["report"]["chunks"]["unchanged"] > 0 and job["report"]["changed_chunk_ids"] == []
     assert job["worker"].startswith("serve:")
-    entry = audit(server, site["admin"])[0]
+    ended, entry = audit(server, site["admin"])[:2]  # newest first: how the job ended, then who started it
     assert (entry["action"], entry["target"], entry["outcome"], entry["detail"]) == ("corpus.sync", SMALL_CORPUS, "ok", job["id"])
+    assert (ended["action"], ended["target"], ended["outcome"]) == ("job.ended", SMALL_CORPUS, "succeeded")
+    assert ended["detail"].startswith(f"job {job['id']} (admin): chunks 0 added") and ended["key_id"].startswith("worker:serve:")
 
 
 def test_admin_corpora_lists_each_corpus_with_source_version_and_syncs(server, site):

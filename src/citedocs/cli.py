@@ -740,23 +740,31 @@ def insights(
     as_json: Annotated[bool, typer.Option("--json", help="The whole report as JSON.")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="The report as CSV rows: section, item, value, detail.")] = False,
     no_gaps: Annotated[bool, typer.Option("--no-gaps", help="Skip grouping the docs gaps (no model is loaded).")] = False,
+    as_markdown: Annotated[
+        bool, typer.Option("--markdown", help="Only the docs gaps and the answers to review, as a Markdown issue body.")
+    ] = False,
 ) -> None:
     """What users asked: questions per day, refusals by reason, latency, feedback, cited and never-cited
     pages, docs gaps grouped by topic, and past answers a docs change affected."""
     import csv
     import sys
 
-    from .insights import InvalidRange, llm_spend_rows, report_rows
+    from .insights import InvalidRange, gaps_markdown, llm_spend_rows, report_rows
     from .service import InvalidName
 
-    if as_json and as_csv:
-        fail("--json and --csv are two formats of the same report: pick one")
+    if sum((as_json, as_csv, as_markdown)) > 1:
+        fail("--json, --csv and --markdown are formats of the same report: pick one")
+    if as_markdown and no_gaps:
+        fail("--markdown is the docs gaps: it cannot be used with --no-gaps")
     try:
         report = _services().insights(tenant, corpus, since, until, gaps=not no_gaps)
     except (InvalidRange, InvalidName) as exc:
         fail(str(exc))
     if as_json:
         print(json.dumps(report, indent=2))
+        return
+    if as_markdown:
+        sys.stdout.write(gaps_markdown(report))
         return
     rows = report_rows(report) + llm_spend_rows(report.get("llm_usage"))
     if as_csv:
@@ -774,6 +782,21 @@ def insights(
             section = name
             console.print(f"\n[bold]{name.replace('_', ' ')}[/]", highlight=False)
         console.print(f"  {item}: {value}" + (f"  ({detail})" if detail else ""), highlight=False, soft_wrap=True, markup=False)
+
+
+@app.command("dismiss-gaps")
+def dismiss_gaps(
+    trace_ids: Annotated[list[str], typer.Argument(help="Trace ids of the questions (a gap's trace_ids in `citedocs insights --json`).")],
+    tenant: Annotated[Optional[str], typer.Option("--tenant", "-t", help="Only this tenant's traces (default: any).")] = None,
+) -> None:
+    """Take questions out of the docs gaps (no docs change needed); recorded in the audit log."""
+    from .service import UnknownTrace
+
+    try:
+        count = _services().dismiss_gaps(trace_ids, tenant=tenant)
+    except UnknownTrace as exc:
+        fail(str(exc))
+    console.print(f"{count} question(s) taken out of the docs gaps", highlight=False)
 
 
 @traces_app.command("prune")

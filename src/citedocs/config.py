@@ -369,6 +369,10 @@ SETTINGS: dict[str, Setting] = {
         "CITEDOCS_INSIGHTS_GAP_LIMIT", 500, _at_least_one,
         "docs gaps group at most this many of the newest refused or down-voted questions",
     ),
+    "insights_weak_margin": Setting(
+        "CITEDOCS_INSIGHTS_WEAK_MARGIN", 0.05, _positive_float,
+        "insights list an answer for review when its retrieval cleared the refusal margin by less than this",
+    ),
     # keeping corpora in sync (citedocs/sync; docs/how-to/keep-in-sync.md)
     "sync_worker": Setting(
         "CITEDOCS_SYNC_WORKER",

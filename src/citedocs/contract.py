@@ -89,6 +89,13 @@ class NewKeyRequest(BaseModel):
     origins: list[str] = Field(default_factory=list, max_length=50)
 
 
+class DismissGapsRequest(BaseModel):
+    """Questions an admin takes out of the docs gaps (POST /admin/insights/gaps/dismiss)."""
+
+    model_config = ConfigDict(extra="forbid")
+    trace_ids: list[str] = Field(min_length=1, max_length=500, description="the questions' trace ids (a gap group's trace_ids)")
+
+
 class ErrorBody(BaseModel):
     error: str
     detail: str

@@ -7,11 +7,17 @@ range, optionally of one corpus:
 - feedback up/down with its comments;
 - the most-cited pages and the pages never cited;
 - **docs gaps**: refused questions (a backend failure is not a gap) and down-voted answers, grouped
-  by topic: their bi-encoder (MiniLM) vectors (kept with each trace, from retrieval; a trace an older
-  citedocs wrote is encoded now) are clustered by scikit-learn's agglomerative
-  clustering (average linkage over cosine distance, cut at ``GAP_DISTANCE``, 0.6, so the number of groups
-  follows the data). Each group names its size, three example questions, the refusal reasons, the
+  by topic: each question's salient words (``salient_text``: without English stop words, the words
+  every docs question shares, and the corpus's name) are encoded by the bi-encoder (MiniLM) and
+  clustered by scikit-learn's agglomerative clustering (average linkage over cosine distance, cut at
+  ``GAP_DISTANCE``, so the number of groups follows the data). Whole questions group by their shared
+  phrasing ("how do I ... my Astro site") as much as by their topic; their salient words do not.
+  Each group names its size, three example questions, the refusal reasons, the
   terms the question gate found the docs never mention, and the page that came nearest without answering;
+- **weak answers** (``weak_answers``): of the newest answers, those whose retrieval cleared the
+  refusal margin (``min_retrieval_margin`` above the corpus's floor, as it was when answered) by
+  less than ``insights_weak_margin``: answered, but close to a refusal, so worth a writer's look
+  beside the refusals and the answers voted down;
 - **answers a docs change affected**: past answers whose cited chunks changed (another content
   hash) or vanished since; a trace keeps each cited chunk's hash, so this is exact. (Traces
   written before hashes were kept can only show vanished chunks.)
@@ -25,17 +31,27 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
+from urllib.parse import urlsplit
 
 import numpy as np
 
 from .index.store import CorpusInfo, Store, TraceFilter, TraceRow
 
-# cosine distance at which two groups of questions stop merging (MiniLM vectors): chosen on one
-# hand-labelled set (Astro) and checked on another (Flask), docs/benchmarks/insights.md
-GAP_DISTANCE = 0.6
+# cosine distance at which two groups of questions stop merging (MiniLM vectors of their salient words):
+# chosen on one hand-labelled set (evals/gaps-topics.jsonl) and checked on held-out ones,
+# docs/benchmarks/insights.md
+GAP_DISTANCE = 0.85
 GAP_LINKAGE = "average"  # how the distance of two groups is measured (scikit-learn's linkage)
+# Words any question to a docs assistant may use whatever its topic (beside English stop words):
+# left in, they pull questions together by how they are asked ("best way to add ... to my site").
+QUESTION_FILLER = frozenset(
+    "way best recommended possible use using support supported add make build create set setup want need like "
+    "help site website app application project page pages docs documentation does work works".split()
+)
+_WORD = re.compile(r"\w[\w.+#-]*")
+SHARED_SHARE, SHARED_MIN_QUESTIONS = 0.5, 6
 TOP_PAGES = 10
 LISTED = 20  # never-cited pages, comments and affected answers listed (their counts are complete)
 _MISSING = re.compile(r"the docs don't mention (.+?)\.?$")
@@ -75,6 +91,44 @@ def _page(chunk_id: str) -> str:
     return chunk_id.split("#", 1)[0]
 
 
+def salient_text(question: str, corpus: str = "", shared: frozenset[str] = frozenset()) -> str:
+    """The words of a question that say what it is about: lowercased, without English stop words,
+    ``QUESTION_FILLER``, the parts of the corpus's name and the ``shared`` words (``shared_words``: a
+    product name most questions repeat says nothing about their topic). A question of nothing but
+    such words, or in a script without spaces, is kept whole."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    generic = ENGLISH_STOP_WORDS | QUESTION_FILLER | shared | set(re.split(r"[-_.\s]+", corpus.lower()))
+    kept = [word for word in _words(question) if word not in generic]
+    return " ".join(kept) or " ".join(question.lower().split())
+
+
+# labels of a docs site's host that name where it is hosted, not what it is
+_HOSTING = frozenset("www docs doc en github gitlab readthedocs netlify vercel pages io".split())
+
+
+def corpus_words(name: str, base_url: str = "") -> str:
+    """The corpus's name and its site's name (the host's labels, less the top-level domain and
+    hosting words: ``docs.astro.build`` gives ``astro``): what users call the product."""
+    labels = (urlsplit(base_url).hostname or "").split(".")[:-1]
+    return " ".join([name, *(label for label in labels if label not in _HOSTING)])
+
+
+def shared_words(questions: list[str]) -> frozenset[str]:
+    """The words more than ``SHARED_SHARE`` of the questions hold, once there are ``SHARED_MIN_QUESTIONS``
+    (what TF-IDF's ``max_df`` drops): the product's name, "docs", whatever every question repeats."""
+    if len(questions) < SHARED_MIN_QUESTIONS:
+        return frozenset()
+    counts = Counter(word for question in questions for word in set(_words(question)))
+    return frozenset(word for word, n in counts.items() if n > SHARED_SHARE * len(questions))
+
+
+def _words(question: str) -> list[str]:
+    """Lowercased words; a lone Latin letter (the ``s`` of "what's", the ``t`` of "don't") is none."""
+    words = (word.strip(".+#-") for word in _WORD.findall(question.lower()))
+    return [word for word in words if not (len(word) == 1 and word.isascii())]
+
+
 def missing_terms(payload: dict) -> list[str]:
     """The terms the question gate found the docs never mention (older traces: read from the reason)."""
     if payload.get("missing_terms"):
@@ -103,11 +157,12 @@ class InsightsRange:
 class Insights:
     """The report over one range; ``encode`` turns questions into unit vectors (the bi-encoder)."""
 
-    def __init__(self, store: Store, corpora: list[CorpusInfo], encode, gap_limit: int) -> None:
+    def __init__(self, store: Store, corpora: list[CorpusInfo], encode, gap_limit: int, weak_margin: float = 0.05) -> None:
         self.store = store
         self.corpora = {c.name: c for c in corpora}  # what the caller may see now
         self.encode = encode
         self.gap_limit = gap_limit
+        self.weak_margin = weak_margin
         self._titles: dict[tuple[str, str], dict] = {}
         self._chunk_hashes: dict[str, dict[str, str]] = {}
 
@@ -133,6 +188,7 @@ class Insights:
             )
         if gaps:
             report["gaps"] = self.gaps(where)
+            report["weak_answers"] = self.weak_answers(where)
         return report
 
     # counts ------------------------------------------------------------------------------------
@@ -244,18 +300,31 @@ class Insights:
     # docs gaps ---------------------------------------------------------------------------------
     def gaps(self, where: TraceFilter) -> dict:
         rows = self.store.insights_rows(where, ("gap_candidates",), self.gap_limit + 1)["gap_candidates"]
-        considered = [TraceRow(r[0], r[1], r[2], r[3], bool(r[4]), r[5], r[6]) for r in rows[: self.gap_limit]]
+        candidates = [TraceRow(r[0], r[1], r[2], r[3], bool(r[4]), r[5], r[6]) for r in rows[: self.gap_limit]]
         down = {r[0] for r in rows if r[7]}
+        # dismissed by an admin, or resolved by a sync: listed apart, no longer grouped
+        marks = self.store.gap_marks([r.trace_id for r in candidates]) if candidates else {}
+        considered = [r for r in candidates if r.trace_id not in marks]
+        resolved = [
+            {"trace_id": r.trace_id, "question": r.question, "corpus": r.corpus, "job_id": marks[r.trace_id][1], "at": marks[r.trace_id][2]}
+            for r in candidates if marks.get(r.trace_id, ("",))[0] == "resolved"
+        ]
         # more than the limit: the oldest are left out (the newest questions say most about the docs now)
-        result = {"considered": len(considered), "more": len(rows) > self.gap_limit, "limit": self.gap_limit, "groups": []}
+        result = {
+            "considered": len(considered), "more": len(rows) > self.gap_limit, "limit": self.gap_limit, "groups": [],
+            "dismissed": sum(1 for state, *_ in marks.values() if state == "dismissed"),
+            "resolved": resolved[:LISTED], "resolved_count": len(resolved),
+        }  # fmt: skip
         if not considered:
             return result
         payloads = self.store.trace_payloads([r.trace_id for r in considered])
         by_text: dict[str, list[TraceRow]] = defaultdict(list)
+        shared = shared_words(list({row.question for row in considered}))
         for row in considered:
-            by_text[" ".join(row.question.lower().split())].append(row)
+            info = self.corpora.get(row.corpus)
+            by_text[salient_text(row.question, corpus_words(row.corpus, info.base_url if info else ""), shared)].append(row)
         texts = list(by_text)
-        labels = cluster_questions(self._vectors([by_text[t][0] for t in texts]))
+        labels = cluster_questions(self.encode(texts)) if len(texts) > 1 else [0]
         groups: dict[int, list[TraceRow]] = defaultdict(list)
         for text, label in zip(texts, labels):
             groups[label].extend(by_text[text])
@@ -264,12 +333,25 @@ class Insights:
         )
         return result
 
-    def _vectors(self, rows: list[TraceRow]) -> np.ndarray:
-        """The questions' vectors: the one kept with each trace, else (an older trace) encoded now."""
-        kept = self.store.question_vectors([r.trace_id for r in rows])
-        missing = [r.question for r in rows if r.trace_id not in kept]
-        fresh = iter(self.encode(missing)) if missing else iter(())
-        return np.stack([kept[r.trace_id] if r.trace_id in kept else next(fresh) for r in rows]).astype(np.float32)
+    def weak_answers(self, where: TraceFilter) -> dict:
+        """The newest answers (at most the gap limit) whose best passage cleared the refusal margin
+        by less than ``weak_margin``, closest to a refusal first. Read from each trace's payload: the
+        confidence, the corpus's floor and the margin needed when it was answered."""
+        rows = self.store.trace_rows(replace(where, outcome="answered"), self.gap_limit)
+        payloads = self.store.trace_payloads([r.trace_id for r in rows]) if rows else {}
+        weak = []
+        for row in rows:
+            payload = payloads.get(row.trace_id, {})
+            confidence, floor = payload.get("retrieval_confidence"), payload.get("retrieval_floor")
+            needed = (payload.get("thresholds") or {}).get("min_retrieval_margin")
+            if confidence is None or floor is None or needed is None:
+                continue  # an older trace, or an answer that never retrieved: nothing to measure
+            cleared = confidence - floor - needed
+            if cleared < self.weak_margin:
+                weak.append({"trace_id": row.trace_id, "corpus": row.corpus, "created_at": row.created_at,
+                             "question": row.question, "cleared_by": round(cleared, 4)})
+        weak.sort(key=lambda a: a["cleared_by"])
+        return {"considered": len(rows), "margin": self.weak_margin, "count": len(weak), "answers": weak[:LISTED]}
 
     def _group(self, members: list[TraceRow], payloads: dict[str, dict], down: set[str]) -> dict:
         reasons = Counter(r.reason for r in members if r.refused)
@@ -339,6 +421,11 @@ def report_rows(report: dict) -> list[tuple[str, str, object, str]]:
             if part
         )
         rows.append(("gap", group["examples"][0], group["size"], detail))
+    weak = report.get("weak_answers") or {}
+    rows += [
+        ("weak_answer", a["question"], a["trace_id"], f"cleared the refusal margin by {a['cleared_by']:.3f} ({a['corpus']})")
+        for a in weak.get("answers", [])
+    ]
     affected = report["affected_answers"]
     rows += [
         ("affected_answer", a["question"], a["trace_id"], ", ".join(f"{c['id']} {c['change']}" for c in a["chunks"]))
@@ -347,6 +434,43 @@ def report_rows(report: dict) -> list[tuple[str, str, object, str]]:
     rows.append(("affected_answer", "total", affected["count"], ""))
     rows += [("removed_corpus", name, "", "traces of a corpus that no longer exists") for name in report["removed_corpora"]]
     return rows
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
+
+
+def _md(text: str) -> str:
+    """User text as inert Markdown: specials escaped, no @mention, one line."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(text).split())).replace("@", "@\u200b")
+
+
+def gaps_markdown(report: dict) -> str:
+    """The docs gaps and weak answers as a Markdown issue body a writer can paste into a tracker:
+    one section a gap (its questions, why they were refused, what the docs never mention, the page
+    nearest to answering), then the answers to review. Questions are user text: escaped, never markup."""
+    span = report["range"]
+    gaps = report.get("gaps") or {"groups": [], "considered": 0}
+    lines = [
+        f"## Docs gaps, {span['since'][:10]} to {span['until'][:10]}" + (f" ({_md(span['corpus'])})" if span.get("corpus") else ""),
+        "",
+        f"{len(gaps['groups'])} topics from {gaps['considered']} refused or down-voted questions.",
+    ]
+    for n, group in enumerate(gaps["groups"], start=1):
+        lines += ["", f"### {n}. {_md(group['examples'][0])} ({group['size']} question{'s' if group['size'] != 1 else ''})", ""]
+        lines += [f"- {_md(q)}" for q in group["examples"]]
+        lines.append("")
+        lines.append("Why: " + ", ".join(f"{reason.replace('_', ' ')} ({n})" for reason, n in group["reasons"].items()))
+        if group["missing_terms"]:
+            lines.append("The docs never mention: " + ", ".join(_md(t) for t in group["missing_terms"]))
+        nearest = group.get("nearest_page")
+        if nearest:
+            where = f" <{nearest['url']}>" if nearest.get("url") else f" ({_md(nearest['page'])})"
+            lines.append(f"Nearest page: {_md(nearest['title'])}{where}")
+    weak = report.get("weak_answers") or {}
+    if weak.get("answers"):
+        lines += ["", f"## Answers to review ({weak['count']} answered close to a refusal)", ""]
+        lines += [f"- {_md(a['question'])} (trace {a['trace_id']}, cleared by {a['cleared_by']:.3f})" for a in weak["answers"]]
+    return "\n".join(lines) + "\n"
 
 
 # LLM accounting ------------------------------------------------------------------------------------

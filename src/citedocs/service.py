@@ -15,10 +15,10 @@ from urllib.parse import urlsplit
 from . import config, metrics, telemetry
 from .auth import NAME_PATTERN, AuthError, bearer_token, new_key_id, new_secret, secret_sha256
 from .sso import OidcVerifier, looks_like_jwt
-from .models.encoders import BiEncoder, ModelMissing, bi_encoder, corpus_dense_choice, dense_encoder, query_encoder
+from .models.encoders import BiEncoder, DeferredBiEncoder, ModelMissing, bi_encoder, corpus_dense_choice, dense_encoder, query_encoder
 from .index import copy_corpus, open_store
-from .index.store import ADMIN_SCOPE, FULL_SCOPE, PUBLISHABLE_SCOPE, AdminAction, ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store, TraceFilter
-from .insights import Insights, InsightsRange, llm_spend, parse_since
+from .index.store import ADMIN_SCOPE, FULL_SCOPE, PUBLISHABLE_SCOPE, AdminAction, ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store, TRACE_OUTCOMES, TraceFilter
+from .insights import Insights, InsightsRange, InvalidRange, llm_spend, parse_since
 from .privacy import redact
 from .models.embedding_cache import EmbeddingCache
 from .ingest.admission import approve, default_report_path, remember_policy, resolve_policy
@@ -26,6 +26,7 @@ from .ingest.crawl import CrawlError, CrawlReport, CrawlSettings, crawl, crawl_s
 from .ingest.detect import plan_ingest
 from .ingest.pipeline import ChunkQuota, IngestError, IngestReport, ProgressFn, find_documents, ingest_corpus
 from .retrieve.hybrid import CorpusModels, HybridRetriever, RetrievalConfig, RetrievalResult
+from .retrieve.null_level import NullLevels
 from .retrieve.rerank import default_reranker
 from .ask import AskPipeline
 from .contract import MAX_QUESTION_CHARS, AskRequest, AskResponse, CorpusSummary, Passage, SearchResponse
@@ -36,6 +37,7 @@ from .validate.validator import CitationValidator
 
 
 log = logging.getLogger("citedocs.retention")
+RESOLVE_LIMIT = 100  # refused questions a sync checks again (the newest): each is one retrieval
 audit_log = logging.getLogger("citedocs.audit")
 
 
@@ -279,7 +281,7 @@ class Services:
             with telemetry.job("ingest", **{"citedocs.corpus": corpus}) as steps:
                 report = ingest_corpus(
                     self.store,
-                    self.encoder,
+                    DeferredBiEncoder(config.setting("encoder_runtime"), lambda: self.encoder),
                     plan.docs_dir,
                     corpus,
                     plan.base_url,
@@ -405,6 +407,70 @@ class Services:
             raise UnknownTrace(trace_id)
         return trace
 
+    def trace_with_sources(self, trace_id: str, tenant: str | None = None) -> dict:
+        """The trace, and the passages it cited (or, refused, the nearest three it retrieved) as the
+        corpus has them now: title, section and URL, ``current: False`` where a docs change since
+        removed or rewrote one. What the console shows beside the answer."""
+        trace = self.trace(trace_id, tenant)
+        corpus = trace.get("corpus", "")
+        cited = trace.get("cited_ids") or []
+        ids = cited if cited else [r["id"] for r in (trace.get("retrieved") or [])[:3]]
+        found = {c.id: c for c in self.store.get_chunks(corpus, ids)} if ids and self.store.get_corpus(corpus) else {}
+        hashes = trace.get("cited_hashes") or {}
+
+        def source(chunk_id: str) -> dict:
+            chunk = found.get(chunk_id)
+            if chunk is None:
+                return {"id": chunk_id, "title": chunk_id, "section": "", "url": None, "current": False}
+            current = chunk_id not in hashes or hashes[chunk_id] == chunk.hash
+            return {"id": chunk_id, "title": chunk.title, "section": chunk.section, "url": chunk.url, "current": current}
+
+        return trace | {("sources" if cited else "nearest"): [source(i) for i in ids]}
+
+    def dismiss_gaps(self, trace_ids: list[str], key: ApiKey | None = None, tenant: str | None = None) -> int:
+        """Take questions out of the docs gaps (a writer decided they need no docs change): each must
+        be a trace of the key's tenant (another tenant's is unknown); audited. Returns how many."""
+        owner = key.tenant if key else tenant
+        ids = list(dict.fromkeys(trace_ids))
+        try:
+            for trace_id in ids:
+                self.trace(trace_id, owner)
+        except UnknownTrace as exc:
+            self.audit(key, "gap.dismiss", ", ".join(ids)[:200], "unknown_trace", str(exc), tenant=owner)
+            raise
+        self.store.mark_gaps(ids, "dismissed", key.key_id if key else "cli", _now().isoformat(timespec="seconds"))
+        self.audit(key, "gap.dismiss", ", ".join(ids)[:200], "ok", f"{len(ids)} question(s)", tenant=owner)
+        return len(ids)
+
+    def resolve_gaps(self, corpus: str, job_id: str) -> dict:
+        """After a sync put a new version live: ask retrieval again for the corpus's newest questions
+        refused for weak retrieval (at most ``RESOLVE_LIMIT``, not yet dismissed or resolved), and mark
+        those that now clear the refusal margin above the new version's floor as resolved by ``job_id``.
+        A question refused for another reason (terms the docs never mention, an unverifiable draft) is
+        left for a writer: better retrieval alone does not show it is answered. Never fails the job:
+        what went wrong is in the returned report."""
+        try:
+            info = self.store.get_corpus(corpus)
+            rows = self.store.insights_rows(TraceFilter(info.tenant, corpus, outcome="refused"), ("gap_candidates",), RESOLVE_LIMIT)
+            weak = [r for r in rows["gap_candidates"] if r[5] == "low_retrieval_confidence"]
+            marks = self.store.gap_marks([r[0] for r in weak]) if weak else {}
+            open_ = [r for r in weak if r[0] not in marks]
+            if not open_:
+                return {"checked": 0, "resolved": 0}
+            floor = NullLevels(self.retriever).level(corpus, info.version)
+            needed = self.thresholds.min_retrieval_margin
+            resolved = []
+            for trace_id, _, _, question, *_ in open_:
+                result = self.retriever.retrieve(corpus, question, AskRequest.model_fields["top_k"].default, RetrievalConfig())
+                if result.hits and result.confidence - floor >= needed:
+                    resolved.append(trace_id)
+            if resolved:
+                self.store.mark_gaps(resolved, "resolved", job_id, _now().isoformat(timespec="seconds"))
+            return {"checked": len(open_), "resolved": len(resolved)}
+        except Exception as exc:  # the new version is live whatever this finds
+            logging.getLogger("citedocs.sync").warning("docs gaps could not be checked after the sync", extra={"corpus": corpus, "job": job_id, "error": str(exc)})
+            return {"error": f"{type(exc).__name__}: {exc}"}
+
     def add_feedback(self, trace_id: str, verdict: str, comment: str | None, tenant: str | None = None) -> None:
         """Store a verdict on a trace; with ``redact_questions`` on, the comment is redacted like the question."""
         self.trace(trace_id, tenant)
@@ -422,14 +488,32 @@ class Services:
         if corpus is not None:
             check_name("corpus", corpus)
         scope = InsightsRange(tenant, corpus, parse_since(since), parse_since(until, "until") if until else None)
-        # the model loads only if a trace without a kept vector (an older citedocs wrote it) is grouped
+        # the docs gaps encode their questions' salient words (once per process: the cache keeps them)
         encode = lambda texts: self.question_vectors.encode(texts)  # noqa: E731
-        report = Insights(self.store, self.corpora(tenant), encode, config.setting("insights_gap_limit"))
+        report = Insights(
+            self.store, self.corpora(tenant), encode, config.setting("insights_gap_limit"), config.setting("insights_weak_margin")
+        )
         return {**report.report(scope, gaps), "llm_usage": llm_spend(self.store, scope.filter())}
 
-    def recent_traces(self, tenant: str | None, corpus: str | None = None, limit: int = 50) -> list[dict]:
-        """The newest traces (question, outcome, latency) with their feedback, newest first."""
-        rows = self.store.trace_rows(TraceFilter(tenant, corpus), limit)
+    def recent_traces(
+        self,
+        tenant: str | None,
+        corpus: str | None = None,
+        limit: int = 50,
+        outcome: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> list[dict]:
+        """The newest traces (question, outcome, latency) with their feedback, newest first; only
+        ``outcome``'s (refused, answered, thumbs_down) and those in [since, until) when given (a
+        duration such as 7d or an ISO date, as the insights read them)."""
+        if corpus is not None:
+            check_name("corpus", corpus)
+        if outcome is not None and outcome not in TRACE_OUTCOMES:
+            raise InvalidRange(f"outcome {outcome!r} is not one of {', '.join(TRACE_OUTCOMES)}")
+        moment = lambda value, name: parse_since(value, name).astimezone(timezone.utc).isoformat(timespec="seconds")  # noqa: E731
+        where = TraceFilter(tenant, corpus, moment(since, "since") if since else "", moment(until, "until") if until else "9999", outcome)
+        rows = self.store.trace_rows(where, limit)
         if not rows:
             return []
         feedback: dict[str, list[dict]] = {r.trace_id: [] for r in rows}

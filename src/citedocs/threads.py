@@ -55,6 +55,7 @@ server's ``citedocs_threads`` gauge on ``/metrics``).
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from dataclasses import asdict, dataclass
 
@@ -117,16 +118,6 @@ def plan() -> ThreadPlan:
     )
 
 
-def _torch():
-    """torch if installed, else None: the ONNX Runtime encoders run without it (the container image
-    leaves it out once the ONNX graphs are exported); the torch runtime and graph export need it."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch
-
-
 _lock = threading.Lock()
 _blas_limiter = None  # the threadpoolctl limiter, kept so its limit is not garbage-collected away
 
@@ -138,7 +129,7 @@ def apply() -> ThreadPlan:
     with _lock:
         from threadpoolctl import threadpool_limits
 
-        torch = _torch()
+        torch = sys.modules.get("torch")  # set where loaded; imported only for it, it would cost seconds
         if torch is not None and torch.get_num_threads() != chosen.torch:
             torch.set_num_threads(chosen.torch)
         # openblas_set_num_threads / mkl_set_num_threads on every BLAS numpy (or anything else) loaded
@@ -162,8 +153,10 @@ def current() -> dict[str, int]:
     """The limits as the libraries report them now (llama.cpp has no global: the planned values)."""
     from threadpoolctl import threadpool_info
 
-    torch = _torch()
+    # torch as loaded; a process that has not loaded it (the ONNX runtime needs none) is not made to
+    # import it for a report: every loader of torch applies the plan, so the plan is what it will run with
+    torch = sys.modules.get("torch")
 
     blas = [pool["num_threads"] for pool in threadpool_info() if pool.get("user_api") == "blas"]
     chosen = plan()
-    return {"torch": torch.get_num_threads() if torch else 0, "blas": max(blas, default=0), "llama": chosen.llama, "llama_prompt": chosen.llama_prompt}
+    return {"torch": torch.get_num_threads() if torch else chosen.torch, "blas": max(blas, default=0), "llama": chosen.llama, "llama_prompt": chosen.llama_prompt}

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -18,9 +20,9 @@ from starlette.exceptions import HTTPException
 from .. import __version__, config
 from ..auth import AuthError, RateLimited, check_admin, check_publishable, rate_limiter
 from ..capacity import capacity
-from ..contract import AskRequest, AskResponse, ErrorBody, FeedbackRequest, NewKeyRequest
+from ..contract import AskRequest, AskResponse, DismissGapsRequest, ErrorBody, FeedbackRequest, NewKeyRequest
 from ..index.store import ApiKey, StoreUnavailable
-from ..insights import InvalidRange
+from ..insights import InvalidRange, gaps_markdown, report_rows
 from ..models.encoders import ModelMissing
 from ..service import EmptyQuestion, InvalidKeyOrigins, InvalidName, Services, UnknownCorpus, UnknownKey, UnknownTrace
 from ..ui.charts import insights_charts
@@ -194,19 +196,63 @@ def create_app(services: Services | None = None) -> FastAPI:
         docs gaps grouped by topic and past answers a docs change affected."""
         return svc().insights(key.tenant, corpus or None, since, until or None, gaps)
 
+    @app.get(
+        "/admin/insights/gaps",
+        responses={
+            200: {"description": "The docs gaps (format: json, csv or markdown)",
+                  "content": {"application/json": {}, "text/csv": {"schema": {"type": "string"}}, "text/markdown": {"schema": {"type": "string"}}}},
+            **GUARDED,
+        },
+    )
+    def admin_insights_gaps(
+        key: AdminKey,
+        corpus: str | None = None,
+        since: str = "7d",
+        until: str | None = None,
+        format: Literal["json", "csv", "markdown"] = "json",
+    ):
+        """The docs gaps and the answers to review alone, to export: JSON, CSV rows (section, item,
+        value, detail) or a Markdown issue body."""
+        report = svc().insights(key.tenant, corpus or None, since, until or None)
+        if format == "markdown":
+            return Response(gaps_markdown(report), media_type="text/markdown; charset=utf-8")
+        if format == "csv":
+            out = io.StringIO()
+            writer = csv.writer(out)
+            writer.writerow(("section", "item", "value", "detail"))
+            writer.writerows(r for r in report_rows(report) if r[0] in ("gap", "weak_answer"))
+            return Response(out.getvalue(), media_type="text/csv; charset=utf-8",
+                            headers={"Content-Disposition": 'attachment; filename="docs-gaps.csv"'})
+        return {"range": report["range"], "gaps": report["gaps"], "weak_answers": report["weak_answers"]}
+
+    @app.post("/admin/insights/gaps/dismiss", responses={404: {"model": ErrorBody}, **BODY_ERRORS, **GUARDED})
+    def admin_dismiss_gaps(body: DismissGapsRequest, key: AdminKey) -> dict:
+        """Take questions (their trace ids: a gap's ``trace_ids``) out of the docs gaps; audited."""
+        return {"dismissed": svc().dismiss_gaps(body.trace_ids, key)}
+
     @app.get("/admin/insights/charts", responses=GUARDED)
     def admin_insights_charts(key: AdminKey, corpus: str | None = None, since: str = "7d", until: str | None = None) -> dict:
         """The insights' charts as SVG documents (questions per day, refusals by reason)."""
         return insights_charts(svc().insights(key.tenant, corpus or None, since, until or None, gaps=False))
 
     @app.get("/admin/traces", responses=GUARDED)
-    def admin_traces(key: AdminKey, corpus: str | None = None, limit: int = 50) -> dict:
-        """The tenant's newest traces with their feedback."""
-        return {"traces": svc().recent_traces(key.tenant, corpus or None, max(1, min(limit, 500)))}
+    def admin_traces(
+        key: AdminKey,
+        corpus: str | None = None,
+        limit: int = 50,
+        outcome: Literal["refused", "answered", "thumbs_down"] | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> dict:
+        """The tenant's newest traces with their feedback; only refused, answered or voted-down ones
+        (``outcome``), of one corpus, in [since, until) (7d, 24h or an ISO date) when asked."""
+        traces = svc().recent_traces(key.tenant, corpus or None, max(1, min(limit, 500)), outcome, since or None, until or None)
+        return {"traces": traces}
 
     @app.get("/admin/traces/{trace_id}", responses={404: {"model": ErrorBody}, **GUARDED})
     def admin_trace(trace_id: str, key: AdminKey) -> dict:
-        return svc().trace(trace_id, key.tenant)
+        """One trace, with the passages it cited (``sources``; refused: the ``nearest`` it retrieved) as the corpus has them now."""
+        return svc().trace_with_sources(trace_id, key.tenant)
 
     @app.get("/admin/keys", responses=GUARDED)
     def admin_keys(key: AdminKey) -> dict:

@@ -75,7 +75,6 @@ from .store import (
     TraceRow,
     ingest_lost,
     packed_vector,
-    unpacked_vector,
     pause_mid_write_if_asked,
     shared_tables,
     trace_lost,
@@ -712,13 +711,6 @@ class PostgresStore:
         rows = self._read("SELECT trace_id, payload FROM traces WHERE trace_id = ANY(%s)", (trace_ids,))
         return {r["trace_id"]: json.loads(r["payload"]) for r in rows}
 
-    def question_vectors(self, trace_ids: list[str]) -> dict[str, np.ndarray]:
-        rows = self._read(
-            "SELECT trace_id, question_vector FROM traces WHERE trace_id = ANY(%s) AND question_vector IS NOT NULL",
-            (trace_ids,),
-        )
-        return {r["trace_id"]: unpacked_vector(bytes(r["question_vector"])) for r in rows}
-
     def get_trace(self, trace_id: str, tenant: str | None = None) -> dict | None:
         with self._connection() as conn:
             row = conn.execute(
@@ -780,6 +772,19 @@ class PostgresStore:
         return ApiKey.from_row(row) if row else None
 
     # Audit log -----------------------------------------------------------------------------------
+    def mark_gaps(self, trace_ids: list[str], state: str, marked_by: str, at: str) -> None:
+        with self._connection() as conn, conn.transaction():
+            conn.cursor().executemany(
+                "INSERT INTO gap_marks (trace_id, state, marked_by, marked_at) VALUES (%s, %s, %s, %s)"
+                " ON CONFLICT (trace_id) DO UPDATE SET state = EXCLUDED.state, marked_by = EXCLUDED.marked_by,"
+                " marked_at = EXCLUDED.marked_at",
+                [(t, state, marked_by, at) for t in trace_ids],
+            )
+
+    def gap_marks(self, trace_ids: list[str]) -> dict[str, tuple[str, str, str]]:
+        rows = self._read("SELECT trace_id, state, marked_by, marked_at FROM gap_marks WHERE trace_id = ANY(%s)", (trace_ids,))
+        return {r["trace_id"]: (r["state"], r["marked_by"], r["marked_at"]) for r in rows}
+
     def record_admin_action(self, action: AdminAction) -> None:
         self._write(
             f"INSERT INTO admin_actions ({ADMIN_ACTION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)",

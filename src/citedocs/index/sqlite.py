@@ -62,7 +62,6 @@ from .store import (
     pause_mid_write_if_asked,
     shared_tables,
     trace_lost,
-    unpacked_vector,
 )
 from .token_codec import PackedTokens
 
@@ -560,9 +559,6 @@ class SQLiteStore:
     def trace_payloads(self, trace_ids: list[str]) -> dict[str, dict]:
         return {r["trace_id"]: json.loads(r["value"]) for r in self._by_trace_id("payload", trace_ids)}
 
-    def question_vectors(self, trace_ids: list[str]) -> dict[str, np.ndarray]:
-        return {r["trace_id"]: unpacked_vector(r["value"]) for r in self._by_trace_id("question_vector", trace_ids)}
-
     def get_trace(self, trace_id: str, tenant: str | None = None) -> dict | None:
         with self._lock:
             row = self._db.execute(
@@ -636,6 +632,26 @@ class SQLiteStore:
         return ApiKey.from_row(dict(row)) if row else None
 
     # Audit log -----------------------------------------------------------------------------------
+    def mark_gaps(self, trace_ids: list[str], state: str, marked_by: str, at: str) -> None:
+        with self._lock:
+            self._db.executemany(
+                "INSERT INTO gap_marks (trace_id, state, marked_by, marked_at) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (trace_id) DO UPDATE SET state = excluded.state, marked_by = excluded.marked_by,"
+                " marked_at = excluded.marked_at",
+                [(t, state, marked_by, at) for t in trace_ids],
+            )
+
+    def gap_marks(self, trace_ids: list[str]) -> dict[str, tuple[str, str, str]]:
+        found: dict[str, tuple[str, str, str]] = {}
+        with self._lock:
+            for start in range(0, len(trace_ids), 500):
+                batch = trace_ids[start : start + 500]
+                rows = self._db.execute(
+                    f"SELECT trace_id, state, marked_by, marked_at FROM gap_marks WHERE trace_id IN ({','.join('?' * len(batch))})", batch
+                ).fetchall()
+                found.update((r[0], (r[1], r[2], r[3])) for r in rows)
+        return found
+
     def record_admin_action(self, action: AdminAction) -> None:
         with self._lock:
             self._db.execute(

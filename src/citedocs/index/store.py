@@ -184,10 +184,6 @@ def packed_vector(vector: np.ndarray | None) -> bytes | None:
     return None if vector is None else np.asarray(vector, dtype=np.float16).tobytes()
 
 
-def unpacked_vector(data: bytes) -> np.ndarray:
-    return np.frombuffer(data, dtype=np.float16).astype(np.float32)
-
-
 @dataclass(frozen=True)
 class TraceColumns:
     """A trace's payload reduced to the columns insights read (written with the trace; computed once,
@@ -224,6 +220,7 @@ class TraceFilter:
     corpus: str | None = None
     since: str = ""  # ISO timestamp, inclusive
     until: str = "9999"  # ISO timestamp, exclusive
+    outcome: str | None = None  # one of TRACE_OUTCOMES: only refused, answered, or voted-down traces
 
     def sql(self, seek_days: bool = False, seek_time: bool = True) -> tuple[str, tuple]:
         """The WHERE clause over the traces or citations (``t``), in SQLite's placeholders, and its
@@ -248,6 +245,8 @@ class TraceFilter:
         column = "t.created_at" if seek_time else "+t.created_at"
         terms += [f"{column} >= ?", f"{column} < ?"]
         params += [self.since, self.until]
+        if self.outcome is not None:
+            terms.append(TRACE_OUTCOMES[self.outcome])
         return " AND ".join(terms), tuple(params)
 
 
@@ -280,6 +279,12 @@ CREATE TABLE IF NOT EXISTS api_keys (
     revoked_at TEXT,
     scope TEXT NOT NULL DEFAULT 'full',
     origins TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS gap_marks (
+    trace_id TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    marked_by TEXT NOT NULL,
+    marked_at TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS admin_actions (
     id {serial_key},
@@ -335,6 +340,7 @@ def shared_tables(serial_key: str, blob: str, job_order: str = "") -> str:
 
 
 _VOTED_DOWN = "SELECT trace_id FROM feedback WHERE verdict = 'down'"
+TRACE_OUTCOMES = {"refused": "t.refused", "answered": "NOT t.refused", "thumbs_down": f"t.trace_id IN ({_VOTED_DOWN})"}
 # index-only reads of the traces' insight columns, and of a trace's range columns by its id (feedback
 # joins): no insights scan touches the (large) payloads. traces_insights is in the order the counts
 # group by (tenant, day, corpus, outcome), so the database counts a day's rows as it reads them
@@ -544,10 +550,6 @@ class Store(Protocol):
         """The stored payloads of these traces (without feedback), by trace id."""
         ...
 
-    def question_vectors(self, trace_ids: list[str]) -> dict[str, np.ndarray]:
-        """The stored question vectors (float32) of these traces; a trace stored without one is absent."""
-        ...
-
     def prune_traces(self, created_before: str) -> int:
         """Delete traces created before this ISO timestamp, with their feedback; return how many."""
         ...
@@ -560,6 +562,15 @@ class Store(Protocol):
 
     def revoke_api_key(self, key_id: str, revoked_at: str) -> ApiKey | None:
         """The key as revoked (first revocation time kept), or None if there is no such key."""
+        ...
+
+    def mark_gaps(self, trace_ids: list[str], state: str, marked_by: str, at: str) -> None:
+        """Mark refused or down-voted questions as no docs gap any more (``state``: dismissed by an
+        admin, or resolved by a sync job); a later mark replaces an earlier one."""
+        ...
+
+    def gap_marks(self, trace_ids: list[str]) -> dict[str, tuple[str, str, str]]:
+        """trace id -> (state, marked_by, marked_at) of those marked."""
         ...
 
     def record_admin_action(self, action: AdminAction) -> None:

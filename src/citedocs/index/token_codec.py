@@ -16,7 +16,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.cluster.hierarchy import fcluster, linkage
 
 POOL_FACTOR = 3  # stored rows = ceil(tokens / 3): <= 42 for the 126 tokens the reranker keeps
 # 2 bits a dimension: the Lloyd-Max quantizer of a Gaussian, in units of the row's own standard
@@ -42,6 +41,8 @@ def pool(tokens: np.ndarray, factor: int) -> np.ndarray:
     groups = math.ceil(n / factor)
     if n < 2 or groups >= n:
         return tokens.copy()
+    from scipy.cluster.hierarchy import fcluster, linkage  # here: only embedding needs it (1 s to import)
+
     labels = fcluster(linkage(tokens.astype(np.float64), method="ward"), t=groups, criterion="maxclust")
     pooled = np.stack([tokens[labels == label].mean(axis=0) for label in np.unique(labels)])
     return _unit(pooled)

@@ -17,8 +17,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from myst_parser.config.main import MdParserConfig
-from myst_parser.slugs import SLUG_PRESETS
 
 from .boundary import walk_docs
 from .readers import MystOptions
@@ -104,6 +102,9 @@ def _source_suffixes(source_suffix: object, registered: dict[str, str]) -> dict[
 def _settings(values: dict[str, object]) -> tuple[tuple[tuple[str, str], ...], list[str]]:
     """The ``myst_*`` settings myst-parser accepts, as JSON (sets as sorted lists, so the index
     fingerprint is stable), and what to say about those it rejects."""
+    from myst_parser.config.main import MdParserConfig  # here: only a Sphinx site with MyST needs it
+    from myst_parser.slugs import SLUG_PRESETS
+
     accepted, rejected = [], []
     for name, value in sorted(values.items()):
         if not name.startswith("myst_"):

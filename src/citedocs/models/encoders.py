@@ -10,7 +10,7 @@ import importlib
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
 
@@ -140,7 +140,7 @@ class OnnxBiEncoder(BiEncoder):
         label = "minilm" if model_dir is None else model_dir.name
         model_dir = model_dir or package_model_dir(BI_ENCODER_PACKAGE)
         threads.apply()
-        self.name = name or f"{BI_ENCODER_NAME}+onnx-{precision}"
+        self.name = name or encoder_name(f"onnx-{precision}")
         settings = json.loads((model_dir / "sentence_bert_config.json").read_text(encoding="utf-8"))
         self._dimension = int(json.loads((model_dir / "config.json").read_text(encoding="utf-8"))["hidden_size"])
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
@@ -183,6 +183,30 @@ class OnnxBiEncoder(BiEncoder):
         for i, hidden, length in self._hidden_states(texts, batch_size):
             pairs[i] = _pair(hidden, length, max_tokens)
         return pairs
+
+
+def encoder_name(runtime: str) -> str:
+    """The name the bi-encoder on ``runtime`` goes by (in a corpus's pipeline string), without loading it."""
+    return BI_ENCODER_NAME if runtime == "torch" else f"{BI_ENCODER_NAME}+{runtime}"
+
+
+class DeferredBiEncoder(BiEncoder):
+    """A bi-encoder loaded only when something is encoded: a sync that finds nothing changed needs
+    the name (the pipeline string) but never the model, whose runtime takes seconds to import."""
+
+    def __init__(self, runtime: str, load: Callable[[], BiEncoder]) -> None:
+        self.name = encoder_name(runtime)
+        self._load = load
+
+    @property
+    def dimension(self) -> int:
+        return self._load().dimension
+
+    def encode(self, texts: list[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
+        return self._load().encode(texts, batch_size, show_progress)
+
+    def encode_with_tokens(self, texts: list[str], max_tokens: int, batch_size: int = 16) -> list[tuple[np.ndarray, np.ndarray]]:
+        return self._load().encode_with_tokens(texts, max_tokens, batch_size)
 
 
 def load_bi_encoder(runtime: str) -> BiEncoder:

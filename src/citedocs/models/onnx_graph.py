@@ -28,7 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from .. import config
+from .. import config, threads
 
 Precision = Literal["fp32", "int8"]
 RECIPE_VERSION = 1  # bump when the export, fusion or quantization settings change
@@ -75,6 +75,8 @@ def _build(model_dir: Path, precision: Precision, target: Path) -> None:
 def _export(model_dir: Path, out: Path) -> None:
     import torch
     from transformers import AutoModel
+
+    threads.apply()  # torch is loaded here first (an ONNX process never imports it otherwise): the plan's threads
 
     # eager attention: the graph onnxruntime's BERT fusion recognises (the SDPA path exports masks it does not)
     bert = AutoModel.from_pretrained(str(model_dir), attn_implementation="eager").eval()

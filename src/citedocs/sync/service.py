@@ -404,7 +404,10 @@ class Syncs:
                     _replace_folder(upload_folder(job.corpus), incoming)
                 else:  # failed or held: the folder of the live version stays
                     shutil.rmtree(incoming, ignore_errors=True)
-        return status, job_report(source, note, before.version if before else None, result, gate_report, went_live)
+        report = job_report(source, note, before.version if before else None, result, gate_report, went_live)
+        if report.get("switched"):  # a new version is live: the docs gaps it fills are marked with this job
+            report["resolved_gaps"] = self.services.resolve_gaps(job.corpus, job.id)
+        return status, report
 
     def _release_gate(self, corpus: str, candidate: str, options: dict, has_live: bool, progress: ProgressFn | None) -> tuple[bool, dict]:
         """Run the eval on the candidate (and the live version); (held?, the gate's part of the report)."""
@@ -460,6 +463,16 @@ class Syncs:
         return self._start(corpus, "webhook")
 
     # the audit log -------------------------------------------------------------------------------
+    def record_ended(self, job: SyncJob | None, worker: str) -> SyncJob | None:
+        """A job's outcome in its tenant's audit log (``job.ended``: succeeded, failed or held, with
+        the job id and its error), so the log that shows who started a sync also shows how it ended."""
+        if job is not None and job.status in ("succeeded", "failed", "held"):
+            chunks = (job.report or {}).get("chunks") or {}
+            counts = ", ".join(f"{chunks[k]} {k}" for k in ("added", "changed", "removed") if k in chunks)
+            detail = f"job {job.id} ({job.trigger})" + (f": {job.error}" if job.error else f": chunks {counts}" if counts else "")
+            self.services.audit(None, "job.ended", job.corpus, job.status, detail[:1000], tenant=job.tenant, actor=f"worker:{worker}")
+        return job
+
     def _audited(
         self,
         action: str,

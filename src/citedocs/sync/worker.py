@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import sys
 import threading
 from datetime import timedelta
 from functools import lru_cache
@@ -40,19 +41,12 @@ POLL_S = 1.0
 JOB_ERRORS = (SourceError, IngestError, CrawlError, PolicyError, ArchiveRejected, UnknownCorpus, StoreFull)
 
 
-def _store_errors() -> tuple[type[BaseException], ...]:
-    """The store going away (database restarted, connection lost): the job is retried, not failed."""
-    errors: list[type[BaseException]] = [sqlite3.OperationalError, StoreUnavailable]
-    try:
-        import psycopg
-
-        errors.append(psycopg.OperationalError)
-    except ImportError:
-        pass
-    return tuple(errors)
-
-
-STORE_ERRORS = _store_errors()
+def store_errors() -> tuple[type[BaseException], ...]:
+    """The store going away (database restarted, connection lost): the job is retried, not failed.
+    psycopg's error only where psycopg is loaded (a PostgreSQL store loaded it): a SQLite process
+    does not pay for importing it."""
+    psycopg = sys.modules.get("psycopg")
+    return (sqlite3.OperationalError, StoreUnavailable) + ((psycopg.OperationalError,) if psycopg else ())
 
 
 def heartbeat_s() -> float:
@@ -97,7 +91,7 @@ class JobRunner:
             error = str(name_unavailable(job.corpus))
         except JOB_ERRORS as exc:
             error = str(exc)
-        except STORE_ERRORS as exc:
+        except store_errors() as exc:
             status, error = "retry", f"the database went away during the sync ({str(exc).strip()[:300]})"
         except Exception as exc:  # a bug or an unexpected fault: the job fails, the worker carries on
             log.exception("sync job crashed", extra={"job": job.id})
@@ -112,18 +106,20 @@ class JobRunner:
         if status == "retry":
             return requeue(self.syncs, current, error or "")
         log.info("sync job ended", extra={"job": job.id, "status": status, "error": error})
-        return self.store.update_job(  # an upload's archive is dropped once its job has ended
+        ended = self.store.update_job(  # an upload's archive is dropped once its job has ended
             job.id, status=status, report=report, error=error, finished_at=stamp(), heartbeat_at=stamp(), progress=state, archive=None
         )
+        return self.syncs.record_ended(ended, self.name)
 
 
 def requeue(syncs: Syncs, job: SyncJob, why: str) -> SyncJob | None:
     """Queue a job again after a run that could not finish, or fail it after job_max_attempts runs."""
     store = syncs.store
     if job.attempts >= config.setting("job_max_attempts"):
-        return store.update_job(
+        failed = store.update_job(
             job.id, status="failed", finished_at=stamp(), error=f"gave up after {job.attempts} run(s); the last: {why}", archive=None
         )
+        return syncs.record_ended(failed, job.worker or "worker")
     queued = store.update_job(job.id, status="queued", worker=None, error=f"retrying: {why}", progress={})
     if queued is not None:
         submit(syncs.services, queued)

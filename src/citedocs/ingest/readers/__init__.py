@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -93,14 +94,19 @@ class Reader(Protocol):
     def read(self, source: SourceFile) -> ParsedPage: ...
 
 
-def available_readers() -> dict[str, Reader]:
-    from .html import HTML
-    from .mdx import MDX
-    from .mkdocs import MKDOCS
-    from .rst import RST
-    from .vitepress import VITEPRESS
+# --format name -> (module, object): a reader's module is imported when it is named (the
+# reStructuredText one loads docutils and myst-parser, a second of a no-change sync of MDX docs)
+_READERS = {
+    "mdx": (".mdx", "MDX"),
+    "mkdocs": (".mkdocs", "MKDOCS"),
+    "vitepress": (".vitepress", "VITEPRESS"),
+    "rst": (".rst", "RST"),
+    "html": (".html", "HTML"),
+}
 
-    return {reader.name: reader for reader in (MDX, MKDOCS, VITEPRESS, RST, HTML)}
+
+def available_readers() -> dict[str, Reader]:
+    return {name: reader_named(name) for name in _READERS}
 
 
 def for_site(reader: Reader, site: SiteOptions) -> Reader:
@@ -110,7 +116,7 @@ def for_site(reader: Reader, site: SiteOptions) -> Reader:
 
 
 def reader_named(name: str) -> Reader:
-    readers = available_readers()
-    if name not in readers:
-        raise ValueError(f"unknown docs format {name!r}; use one of: {', '.join(sorted(readers))}")
-    return readers[name]
+    if name not in _READERS:
+        raise ValueError(f"unknown docs format {name!r}; use one of: {', '.join(sorted(_READERS))}")
+    module, reader = _READERS[name]
+    return getattr(importlib.import_module(module, __package__), reader)

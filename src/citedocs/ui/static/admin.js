@@ -3,7 +3,7 @@
 // goes through textContent; the charts are the server's SVG documents, parsed as XML (no script runs).
 
 import { AUTH_ERRORS, apiClient } from "./api.js";
-import { el } from "./render.js";
+import { describeReason, el, numbering, renderAnswer, safeUrl } from "./render.js";
 
 const KEY = "citedocs.adminKey";
 const api = apiClient({ apiKey: () => sessionStorage.getItem(KEY) });
@@ -17,13 +17,14 @@ function status(panel, text, kind = "") {
   node.className = `status ${kind}`;
 }
 
-function table(columns, rows, caption) {
+/** A table; ``rowClass(item)`` over ``items`` (one per row) classes the rows (a failed job's, say). */
+function table(columns, rows, caption, rowClass = null, items = []) {
   return el(
     "table",
     {},
     el("caption", { class: "visually-hidden" }, caption),
     el("thead", {}, el("tr", {}, columns.map((c) => el("th", { scope: "col" }, c)))),
-    el("tbody", {}, rows.map((cells) => el("tr", {}, cells.map((c) => el("td", {}, c))))),
+    el("tbody", {}, rows.map((cells, i) => el("tr", { class: rowClass ? rowClass(items[i]) : null }, cells.map((c) => el("td", {}, c))))),
   );
 }
 
@@ -76,7 +77,7 @@ async function loadInsights() {
       el("figure", {}, svgFrom(charts.per_day), el("figcaption", {}, "Questions per day")),
       el("figure", {}, svgFrom(charts.refusals), el("figcaption", {}, "Refusals by reason"))),
   );
-  root.append(gapsSection(report.gaps));
+  root.append(gapsSection(report.gaps, query), weakSection(report.weak_answers));
   root.append(
     el("h2", {}, "Feedback comments"),
     report.feedback.comments.length
@@ -112,38 +113,108 @@ function pageLink(page) {
   return page.url ? el("a", { href: page.url, rel: "noopener noreferrer", target: "_blank" }, page.title) : el("span", {}, page.title);
 }
 
-function gapsSection(gaps) {
+function gapsSection(gaps, query) {
   const section = el("section", { class: "gaps", "aria-labelledby": "gaps-title" },
     el("h2", { id: "gaps-title" }, `Docs gaps (${gaps.groups.length} topics from ${gaps.more ? "the newest " : ""}${gaps.considered} questions)`));
+  const issue = el("textarea", { id: "gaps-markdown", class: "issue-body", readonly: true, rows: "12", hidden: true, "aria-label": "Docs gaps as a Markdown issue body" });
+  section.append(
+    el("p", { class: "muted" },
+      `${gaps.dismissed} question(s) dismissed, ${gaps.resolved_count} resolved by a sync. `,
+      el("button", { type: "button", class: "small", id: "gaps-export", onclick: () => showIssueBody(query, issue) }, "Markdown issue body"),
+      " ",
+      el("button", { type: "button", class: "small", onclick: () => download(`/admin/insights/gaps${query}&format=csv`, "docs-gaps.csv") }, "CSV")),
+    issue,
+  );
   if (!gaps.groups.length) {
     section.append(el("p", { class: "muted" }, "No refused or down-voted questions in this range."));
-    return section;
+  } else {
+    const list = el("ol", { class: "gap-list" });
+    for (const group of gaps.groups) {
+      list.append(
+        el("li", { class: "gap" },
+          el("p", { class: "gap-size" }, `${group.size} question${group.size === 1 ? "" : "s"}`),
+          el("ul", { class: "examples" }, group.examples.map((q) => el("li", {}, q))),
+          el("p", {}, "Why: ", Object.entries(group.reasons).map(([r, n]) => `${r.replace(/_/g, " ")} (${n})`).join(", ")),
+          group.missing_terms.length ? el("p", {}, "The docs never mention: ", el("strong", {}, group.missing_terms.join(", "))) : null,
+          group.nearest_page ? el("p", {}, "Nearest page: ", pageLink(group.nearest_page)) : null,
+          el("button", { type: "button", class: "small", onclick: () => dismiss(group) },
+            `Dismiss: no docs change needed (${group.trace_ids.length} question${group.trace_ids.length === 1 ? "" : "s"})`)),
+      );
+    }
+    section.append(list);
   }
-  const list = el("ol", { class: "gap-list" });
-  for (const group of gaps.groups) {
-    list.append(
-      el("li", { class: "gap" },
-        el("p", { class: "gap-size" }, `${group.size} question${group.size === 1 ? "" : "s"}`),
-        el("ul", { class: "examples" }, group.examples.map((q) => el("li", {}, q))),
-        el("p", {}, "Why: ", Object.entries(group.reasons).map(([r, n]) => `${r.replace(/_/g, " ")} (${n})`).join(", ")),
-        group.missing_terms.length ? el("p", {}, "The docs never mention: ", el("strong", {}, group.missing_terms.join(", "))) : null,
-        group.nearest_page ? el("p", {}, "Nearest page: ", pageLink(group.nearest_page)) : null),
-    );
+  if (gaps.resolved.length) {
+    section.append(el("h3", {}, "Resolved by a sync"),
+      table(["Question", "Corpus", "Resolved by job", "When"],
+        gaps.resolved.map((r) => [r.question, r.corpus, el("span", { class: "id" }, r.job_id), when(r.at)]), "Questions a sync resolved"));
   }
-  section.append(list);
   return section;
+}
+
+function weakSection(weak) {
+  const section = el("section", { class: "weak", "aria-labelledby": "weak-title" },
+    el("h2", { id: "weak-title" }, `Answers to review (${weak.count} of ${weak.considered} answered close to a refusal)`));
+  section.append(weak.answers.length
+    ? table(["Question", "Corpus", "Cleared the refusal margin by", ""], weak.answers.map((a) => [
+      a.question, a.corpus, a.cleared_by.toFixed(3),
+      el("button", { type: "button", class: "link-button", onclick: () => openTrace(a.trace_id) }, "Details")]), "Answers to review")
+    : el("p", { class: "muted" }, `No answer cleared the refusal margin by less than ${weak.margin}.`));
+  return section;
+}
+
+async function dismiss(group) {
+  await guarded("insights", async () => {
+    const body = await api.postJSON("/admin/insights/gaps/dismiss", { trace_ids: group.trace_ids });
+    await loadInsights();
+    status("insights", `Dismissed ${body.dismissed} question(s): they no longer count as a docs gap.`);
+  });
+}
+
+async function showIssueBody(query, box) {
+  await guarded("insights", async () => {
+    box.value = await api.getText(`/admin/insights/gaps${query}&format=markdown`);
+    box.hidden = false;
+    box.focus();
+    box.select();
+  });
+}
+
+async function download(path, name) {
+  await guarded("insights", async () => {
+    const text = await api.getText(path);
+    const link = el("a", { href: URL.createObjectURL(new Blob([text], { type: "text/csv" })), download: name });
+    document.body.append(link);
+    link.click();
+    link.remove();
+  });
+}
+
+function openTrace(traceId) {
+  select($("tab-traces"));
+  showTrace(traceId);
 }
 
 async function loadCorpusChoices() {
   const body = await api.getJSON("/corpora");
-  const select = $("insights-corpus");
-  select.replaceChildren(el("option", { value: "" }, "every corpus"), ...body.corpora.map((c) => el("option", { value: c.name }, c.name)));
+  for (const id of ["insights-corpus", "traces-corpus"]) {
+    $(id).replaceChildren(el("option", { value: "" }, "every corpus"), ...body.corpora.map((c) => el("option", { value: c.name }, c.name)));
+  }
 }
 
 // ------------------------------------------------------------------ traces
+function traceQuery() {
+  const params = new URLSearchParams({ limit: "100" });
+  for (const name of ["outcome", "corpus", "since", "until"]) {
+    const value = $(`traces-${name}`).value;
+    if (value) params.set(name, value);
+  }
+  return params;
+}
+
 async function loadTraces() {
   status("traces", "Loading traces…");
-  const body = await api.getJSON("/admin/traces?limit=100");
+  const params = traceQuery();
+  const body = await api.getJSON(`/admin/traces?${params}`);
   const rows = body.traces.map((t) => [
     t.created_at.replace("T", " ").slice(0, 19),
     t.corpus,
@@ -153,18 +224,61 @@ async function loadTraces() {
     t.feedback.map((f) => (f.verdict === "up" ? "helpful" : "not helpful") + (f.comment ? `: ${f.comment}` : "")).join(" · ") || "–",
     el("button", { type: "button", class: "link-button", "data-trace": t.trace_id, onclick: () => showTrace(t.trace_id) }, "Details"),
   ]);
+  const filtered = params.size > 1;
   $("traces").replaceChildren(
     rows.length ? table(["When", "Corpus", "Question", "Outcome", "Latency", "Feedback", ""], rows, "Recent traces")
-      : el("p", { class: "muted" }, "No traces yet: questions asked in the chat or through the API appear here."),
+      : el("p", { class: "muted" }, filtered ? "No trace matches these filters." : "No traces yet: questions asked in the chat or through the API appear here."),
   );
-  status("traces", `${rows.length} newest trace(s).`);
+  status("traces", `${rows.length} newest trace(s)${filtered ? " matching the filters" : ""}.`);
+}
+
+function sourceLink(source, number) {
+  const url = source.url ? safeUrl(source.url) : null;
+  const label = source.section && source.section !== source.title ? `${source.title} › ${source.section}` : source.title;
+  return el("li", { value: number ? String(number) : null },
+    url ? el("a", { href: url, rel: "noopener noreferrer", target: "_blank" }, label) : el("span", {}, label),
+    source.current ? null : el("span", { class: "muted" }, source.url ? " (changed since it was cited)" : " (no longer in the docs)"));
+}
+
+/** A trace as the user saw it: the question, then the answer with numbered source links, or the refusal. */
+function renderTrace(trace) {
+  const when = (trace.created_at || "").replace("T", " ").slice(0, 19);
+  const latency = trace.latency_ms && typeof trace.latency_ms.total === "number" ? ` · ${Math.round(trace.latency_ms.total)} ms` : "";
+  const parts = [
+    el("h3", {}, trace.question || "(no question)"),
+    el("p", { class: "muted" }, `${trace.corpus} · ${when}${latency} · trace ${trace.trace_id}`),
+  ];
+  if (trace.refused) {
+    const reason = describeReason(trace.refusal_reason);
+    parts.push(el("div", { class: "refusal" }, el("p", {}, el("strong", {}, "Refused. "), reason.summary),
+      reason.detail ? el("p", { class: "muted" }, reason.detail) : null));
+    if (trace.nearest && trace.nearest.length) {
+      parts.push(el("h4", {}, "Nearest passages retrieved"), el("ol", { class: "sources" }, trace.nearest.map((s) => sourceLink(s))));
+    }
+  } else {
+    const sources = trace.sources || [];
+    const numbers = numbering(trace.answer || "", sources);
+    const byId = new Map(sources.map((s) => [s.id, s]));
+    const pill = (id) => {
+      const source = byId.get(id);
+      const url = source && source.url ? safeUrl(source.url) : null;
+      const text = `[${numbers.get(id) || "?"}]`;
+      return url ? el("a", { class: "cite", href: url, rel: "noopener noreferrer", target: "_blank", title: source.title }, text)
+        : el("span", { class: "cite" }, text);
+    };
+    const answer = el("div", { class: "answer" });
+    answer.append(renderAnswer(trace.answer || "", pill));
+    parts.push(answer, el("h4", {}, "Sources"), el("ol", { class: "sources" }, sources.map((s) => sourceLink(s, numbers.get(s.id)))));
+  }
+  parts.push(el("details", {}, el("summary", {}, "The whole trace (JSON)"), el("pre", { class: "detail" }, JSON.stringify(trace, null, 2))));
+  return parts;
 }
 
 async function showTrace(traceId) {
   await guarded("traces", async () => {
     const trace = await api.getJSON(`/admin/traces/${encodeURIComponent(traceId)}`);
     const detail = $("trace-detail");
-    detail.textContent = JSON.stringify(trace, null, 2);
+    detail.replaceChildren(...renderTrace(trace));
     detail.hidden = false;
     detail.focus();
   });
@@ -175,10 +289,11 @@ const SYNC_MISSING = "Sync is not available on this server: it has no /admin/cor
   + "(re-ingest with `citedocs ingest`).";
 const FINISHED = new Set(["succeeded", "failed", "held"]);
 
-const when = (iso) => (iso ? iso.replace("T", " ").slice(0, 16) : "–");
+const when = (iso) => (iso ? el("span", { class: "when" }, iso.replace("T", " ").slice(0, 16)) : "–");
+const badge = (state) => el("span", { class: `badge status-${state}` }, state);
 
-async function loadCorpora() {
-  status("corpora", "Loading corpora…");
+async function loadCorpora(announce = true) {
+  if (announce) status("corpora", "Loading corpora…");
   let body;
   try {
     body = await api.getJSON("/admin/corpora");
@@ -198,11 +313,11 @@ async function loadCorpora() {
       describeSource(c.source),
       c.version || "–",
       String(c.chunks),
-      c.last_sync ? `${c.last_sync.status} ${when(c.last_sync.finished_at || c.last_sync.created_at)}` : "never",
+      c.last_sync ? el("span", {}, badge(c.last_sync.status), " ", when(c.last_sync.finished_at || c.last_sync.created_at)) : "never",
       when(c.next_sync_at),
       el("button", { type: "button", class: "small", onclick: () => syncNow(c.name) }, `Sync ${c.name} now`),
     ]), "Corpora"));
-  status("corpora", `${body.corpora.length} corpus/corpora.`);
+  if (announce) status("corpora", `${body.corpora.length} corpus/corpora.`);
 }
 
 function describeSource(source) {
@@ -211,10 +326,25 @@ function describeSource(source) {
   return [source.kind, source.location, ...extra, source.webhook ? "webhook" : ""].filter(Boolean).join(" · ");
 }
 
-function jobStarted(body, what) {
+let corporaTimer = null;
+
+/** Say the job started, refresh the corpora list at once, and again (with the outcome) when it ends. */
+async function jobStarted(body, what) {
   const job = body.job;
   status("corpora", `${what}: job ${job.id} ${job.status}. Follow it in the Jobs tab.`);
   loaded.delete("jobs");
+  await loadCorpora(false);
+  clearTimeout(corporaTimer);
+  const follow = async () => {
+    const now = (await api.getJSON(`/admin/jobs/${encodeURIComponent(job.id)}`)).job;
+    if (!FINISHED.has(now.status)) {
+      corporaTimer = setTimeout(() => guarded("corpora", follow), 1000);
+      return;
+    }
+    await loadCorpora(false);
+    status("corpora", `${what}: job ${now.id} ${now.status}${now.error ? `: ${now.error}` : ""}.`, now.status === "failed" ? "error" : "");
+  };
+  corporaTimer = setTimeout(() => guarded("corpora", follow), 500);
 }
 
 async function syncNow(name) {
@@ -238,7 +368,7 @@ async function upload(event) {
       headers: { "Content-Type": "application/octet-stream", Accept: "application/json" },
       body: file,
     });
-    jobStarted(body, `Upload of ${file.name} to ${name}`);
+    await jobStarted(body, `Upload of ${file.name} to ${name}`);
   });
 }
 
@@ -265,12 +395,14 @@ async function loadJobs() {
   const jobs = body.jobs;
   $("jobs").replaceChildren(
     jobs.length ? table(["Job", "Corpus", "Trigger", "Status", "Progress", "Started", "Finished", "Report"], jobs.map((j) => [
-      j.id, j.corpus, j.trigger, j.status, progressOf(j), when(j.started_at || j.created_at), when(j.finished_at),
+      el("span", { class: "id" }, j.id), j.corpus, j.trigger,
+      el("span", {}, badge(j.status), j.error && j.status === "failed" ? el("p", { class: "job-error" }, j.error) : null),
+      progressOf(j), when(j.started_at || j.created_at), when(j.finished_at),
       j.report || j.error
         ? el("details", {}, el("summary", {}, j.status === "held" ? "held by the release gate: figures" : "report"),
           el("pre", { class: "detail" }, j.error ? j.error : JSON.stringify(j.report, null, 2)))
         : "–",
-    ]), "Sync jobs") : el("p", { class: "muted" }, "No jobs yet: Sync now, an upload, a webhook or a schedule starts one."),
+    ]), "Sync jobs", (j) => `job-${j.status}`, jobs) : el("p", { class: "muted" }, "No jobs yet: Sync now, an upload, a webhook or a schedule starts one."),
   );
   status("jobs", `${jobs.length} job(s)${jobs.some((j) => !FINISHED.has(j.status)) ? ", some still running: this list refreshes itself" : ""}.`);
   clearTimeout(jobTimer);
@@ -316,7 +448,8 @@ async function loadAudit() {
   status("audit", "Loading the audit log…");
   const body = await api.getJSON("/admin/audit?limit=200");
   $("audit").replaceChildren(table(["When", "Key", "Action", "Target", "Outcome", "Detail"],
-    body.actions.map((a) => [a.at, a.key_id, a.action, a.target, a.outcome, a.detail || ""]), "Audit log"));
+    body.actions.map((a) => [el("span", { class: "when" }, a.at.replace("T", " ").slice(0, 19)), a.key_id, a.action, a.target, a.action === "job.ended" ? badge(a.outcome) : a.outcome, a.detail || ""]),
+    "Audit log"));
   status("audit", `${body.actions.length} entr${body.actions.length === 1 ? "y" : "ies"}.`);
 }
 
@@ -390,6 +523,11 @@ function start() {
   });
   $("key-form").addEventListener("submit", createKey);
   $("upload-form").addEventListener("submit", upload);
+  $("traces-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    $("trace-detail").hidden = true;
+    guarded("traces", loadTraces);
+  });
   for (const tab of tabs()) {
     tab.addEventListener("click", () => select(tab));
     tab.addEventListener("keydown", onTabKey);

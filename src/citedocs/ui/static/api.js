@@ -83,6 +83,18 @@ export function apiClient({ base = "", apiKey = storedApiKey, unreachable = UNRE
     return response.json();
   }
 
+  /** A text body (CSV, Markdown), with the same key and error handling as getJSON. */
+  async function getText(path) {
+    let response;
+    try {
+      response = await fetch(base + path, { headers: withKey({ Accept: "text/plain, text/markdown, text/csv" }) });
+    } catch (err) {
+      throw networkError(err, unreachable);
+    }
+    if (!response.ok) throw await errorFrom(response);
+    return response.text();
+  }
+
   function postJSON(path, body, options = {}) {
     return getJSON(path, {
       method: "POST",
@@ -143,7 +155,7 @@ export function apiClient({ base = "", apiKey = storedApiKey, unreachable = UNRE
     }
   }
 
-  return { getJSON, postJSON, streamEvents };
+  return { getJSON, getText, postJSON, streamEvents };
 }
 
 function decodeData({ event, data }) {
