@@ -76,7 +76,7 @@ def test_what_the_fixed_attacks_hide_or_plant_is_reported_per_page(services, tmp
     markdown = services.ingest(shutil.copytree(ATTACK_PAGES / "markdown", tmp_path / "md"), "attacks-md", BASE_URL, format="mdx")
     assert {h.path: h.dropped for h in markdown.hidden} == {"hidden-html-and-comment.md": {"hidden attribute": 1, "display:none": 1}}
     assert {(f.path, f.reason) for f in markdown.flagged} == {
-        ("zero-width-ignore.md", "format_characters_inside_words"),
+        ("zero-width-ignore.md", "ignore_instructions"),  # the zero-width characters removed, the rule sees the words
         ("plural-addressee.md", "tell_users"),
         ("powershell-iex.md", "runs_code_from_unlisted_host: gizmo-get.example"),
         ("secrets-email.md", "asks_for_secrets"),

@@ -25,7 +25,7 @@ from pathlib import Path
 from ..types import Chunk, ChunkId
 from .budget import PieceBudget, embedder_budget
 from .document import Block, ParsedPage, estimate_tokens
-from .planted import FlaggedSentence, Screen
+from .planted import FlaggedSentence, Screen, displayed_page
 from .readers import Reader, SourceFile
 from .readers.mdx import MDX
 
@@ -249,7 +249,7 @@ def chunk_document(
 ) -> ParsedDocument:
     """Read one page and return its chunks, without the sentences ``screen`` flags as planted
     instructions. Raises DocumentError for pages that cannot be used."""
-    page = reader.read(SourceFile(rel_path=doc_path, text=source, root=root or Path("."), base_url=base_url))
+    page = displayed_page(reader.read(SourceFile(rel_path=doc_path, text=source, root=root or Path("."), base_url=base_url)))
     withheld: list[FlaggedSentence] = []
     if screen is not None:
         page, withheld = screen.withhold(page)
