@@ -25,6 +25,7 @@ from pathlib import Path
 from ..types import Chunk, ChunkId
 from .budget import PieceBudget, embedder_budget
 from .document import Block, ParsedPage, estimate_tokens
+from .inventory import Entry, page_entries
 from .planted import FlaggedSentence, Screen, displayed_page
 from .readers import Reader, SourceFile
 from .readers.mdx import MDX
@@ -43,6 +44,7 @@ class ParsedDocument:
     page: ParsedPage
     chunks: list[Chunk]
     withheld: tuple[FlaggedSentence, ...] = ()  # planted instructions kept out of the chunks
+    inventory: tuple[Entry, ...] = ()  # hosts and risky steps the page names (inventory.py), withheld ones too
 
     @property
     def doc_path(self) -> str:
@@ -251,6 +253,8 @@ def chunk_document(
     instructions. Raises DocumentError for pages that cannot be used."""
     page = displayed_page(reader.read(SourceFile(rel_path=doc_path, text=source, root=root or Path("."), base_url=base_url)))
     withheld: list[FlaggedSentence] = []
+    inventory: list[Entry] = []
     if screen is not None:
+        inventory = page_entries(page, source)
         page, withheld = screen.withhold(page)
-    return ParsedDocument(page=page, chunks=chunk_page(page), withheld=tuple(withheld))
+    return ParsedDocument(page=page, chunks=chunk_page(page), withheld=tuple(withheld), inventory=tuple(inventory))

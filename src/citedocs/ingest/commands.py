@@ -403,7 +403,8 @@ class _Shell:
         if redirected and redirected[0] not in ("/dev/null", "&1", "&2"):
             self.result.downloads.append((_basename(redirected[0]), hosts, fed))
             return _Flow()
-        return _Flow(tuple(hosts), True, False, False, fed)
+        named = bool(hosts) or any("$" in a for a in args)  # a host, or one held in a variable unknown here
+        return _Flow(tuple(hosts), named, False, False, fed if named else frozenset())
 
     def _targets(self, name: str, args: list[str]) -> tuple[str, ...]:
         return tuple(dict.fromkeys(h for a in args if (h := _target_host(a))))
@@ -544,9 +545,11 @@ def _analyze_powershell(code: str) -> Analysis:
         parts = [c for c in node.children if c.is_named]
         if len(parts) >= 2:
             variables[text(parts[0]).strip().lower()] = (text(parts[-1]), node.start_point[0])
-    for statement in _descendants(tree.root_node, ("pipeline",)):
-        body = text(statement)
-        fed = set(range(statement.start_point[0], statement.end_point[0] + 1))
+    statements = [(text(n), n.start_point[0], n.end_point[0]) for n in _descendants(tree.root_node, ("pipeline",))]
+    if tree.root_node.has_error:  # the grammar gave up somewhere: each line is read whole as well
+        statements += [(line, row, row) for row, line in enumerate(joined) if line.strip()]
+    for body, first, last in statements:
+        fed = set(range(first, last + 1))
         resolved = body
         for name, (value, row) in variables.items():
             if name in body.lower():
@@ -557,7 +560,7 @@ def _analyze_powershell(code: str) -> Analysis:
             dict.fromkeys(h for w in re.findall(r"[^\s'\"()]+", resolved) if (h := _target_host(w)) and not h.startswith("system."))
         )
         for url in _URL.findall(body):
-            result.urls.append((url, statement.start_point[0]))
+            result.urls.append((url, first))
         runs = _PS_RUN.search(body)
         if runs and _PS_FETCH.search(resolved):
             result.steps.append(Step("fetch_and_run", hosts, rows))
