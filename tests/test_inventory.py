@@ -84,11 +84,17 @@ def test_every_host_and_risky_step_is_inventoried_with_page_line_and_commit(sync
     assert {e["value"]: e["status"] for e in listed["entries"] if e["kind"] == "fetch_and_run"} == {"get.docker.com": "awaiting approval"}
 
 
-def test_a_legitimate_install_script_is_withheld_until_approved_then_answered_in_one_step(syncs, tmp_path):
+def test_a_legitimate_install_script_is_withheld_and_said_to_await_review_until_approved_then_answered(syncs, tmp_path):
     docs = write_docs(tmp_path / "docs", {"install-docker.md": DOCKER, "gizmo.md": OTHER})
     ingest(syncs, docs)
     assert "get.docker.com" not in indexed(syncs)
     assert [w["reason"] for w in inventory.withheld(CORPUS)] == ["runs_code_from_unlisted_host: get.docker.com"]
+
+    withheld = syncs.services.ask(AskRequest(question="How do I install Docker with the convenience script?", corpus=CORPUS))
+    assert withheld.refused and withheld.refusal_reason.startswith("awaiting_review") and not withheld.citations
+    assert "awaiting review by the docs team" in withheld.answer and "Install Docker" in withheld.answer
+    reasons = syncs.services.insights(None, CORPUS)["refused_by_reason"]
+    assert reasons == {"awaiting_review": 1}
 
     assert syncs.approve_hosts(CORPUS, ["get.docker.com"], None) == ["get.docker.com"]
     assert run_sync(syncs).status == "succeeded"

@@ -97,6 +97,7 @@ class _Answer:
         )
 
     def finish(self, response: AskResponse, raw: str | None = None, decisions: list | None = None) -> AskEvent:
+        response = self._honest_when_withheld(response)
         trace = self.trace
         trace.stage_ms["total"] = round((time.perf_counter() - trace.started) * 1000, 1)
         trace.payload.update(
@@ -127,6 +128,26 @@ class _Answer:
         if self.pipeline.on_trace:
             self.pipeline.on_trace(trace.payload)
         return AskEvent("final", response=response)
+
+    def _honest_when_withheld(self, response: AskResponse) -> AskResponse:
+        """A question that needs a passage withheld for review is told so (the insights list these
+        questions by their refusal reason), rather than that the docs do not cover it, or a weaker
+        sentence of the section it was withheld from."""
+        if self.pipeline.awaiting_review is None or (response.refusal_reason or "").startswith("backend_error"):
+            return response
+        cited = None if response.refused else tuple(c.url for c in response.citations)
+        page = self.pipeline.awaiting_review(self.corpus.name, self.question, cited)
+        if page is None:
+            return response
+        detail = f"the part of the docs that covers this ({page}) is awaiting review by the docs team, so it is not quoted yet."
+        return response.model_copy(
+            update={
+                "answer": REFUSAL_PREFIX.format(corpus=self.corpus.name.capitalize()) + detail,
+                "refusal_reason": f"{RefusalReason.awaiting_review.value}: {detail}",
+                "refused": True,
+                "citations": [],
+            }
+        )
 
     def refuse(self, reason: RefusalReason, detail: str, raw: str | None = None, decisions=None) -> AskEvent:
         response = AskResponse(
@@ -187,8 +208,11 @@ class AskPipeline:
         on_trace: Callable[[dict], None] | None = None,
         grader: LlmGrader | None = None,
         expander: HypotheticalPassage | None = None,
+        awaiting_review: Callable[[str, str, tuple[str, ...] | None], str | None] | None = None,
     ) -> None:
         self.on_trace = on_trace  # called with every stored trace (metrics)
+        # (corpus, question, cited URLs or None) -> the page whose withheld passage the question needs (ingest/inventory.py)
+        self.awaiting_review = awaiting_review
         self.store = store
         self.retriever = retriever
         self.null_levels = NullLevels(retriever)

@@ -19,6 +19,7 @@ from .index import copy_corpus, open_store
 from .index.store import ADMIN_SCOPE, FULL_SCOPE, PUBLISHABLE_SCOPE, AdminAction, ApiKey, CorpusInfo, CorpusOwnedByOtherTenant, Store, TraceFilter
 from .insights import Insights, InsightsRange, parse_since
 from .models.embedding_cache import EmbeddingCache
+from .ingest import inventory
 from .ingest.admission import approve, default_report_path, remember_policy, resolve_policy
 from .ingest.crawl import CrawlError, CrawlReport, CrawlSettings, crawl, crawl_scope, is_url
 from .ingest.detect import plan_ingest
@@ -189,6 +190,7 @@ class Services:
             on_trace=metrics.observe_trace,
             grader=grader,
             expander=expander,
+            awaiting_review=inventory.awaiting_review,
         )
 
     def close(self) -> None:

@@ -230,3 +230,40 @@ def scan_folder(folder: Path, docs_format: str | None, base_url: str, remembered
         source = source_file.read_text(encoding="utf-8", errors="replace") if source_file.is_file() else ""
         found += page_entries(page, source, commit)
     return found
+
+
+def awaiting_review(corpus: str, question: str, cited_urls: tuple[str, ...] | None = None) -> str | None:
+    """The page whose withheld passage a question needs, or None: the withheld sentence (with its
+    page title) shares at least two of the question's content words and half of them. For an answer
+    (``cited_urls``), only a passage withheld from a section it cites counts: the answer then quotes
+    what was left around it. What the answer says instead of quoting a weaker sentence."""
+    from ..text import content_terms
+
+    asked = content_terms(question)
+    if len(asked) < 2:
+        return None
+    best, score = None, 0
+    for row in _withheld_cached(corpus):
+        if cited_urls is not None and row.get("url") not in cited_urls:
+            continue
+        shared = len(asked & content_terms(f"{row['title']} {row['sentence']}"))
+        if shared > score:
+            best, score = row, shared
+    if best is None or score < max(2, (len(asked) + 1) // 2):
+        return None
+    return f"{best['title']} ({best['path']})" if best["title"] else best["path"]
+
+
+_CACHE: dict[str, tuple[float, list[dict]]] = {}
+
+
+def _withheld_cached(corpus: str) -> list[dict]:
+    """``withheld(corpus)``, read again only when its file changed (every refused question asks)."""
+    try:
+        mtime = _file(corpus).stat().st_mtime
+    except FileNotFoundError:
+        return []
+    cached = _CACHE.get(corpus)
+    if cached is None or cached[0] != mtime:
+        cached = _CACHE[corpus] = (mtime, withheld(corpus))
+    return cached[1]

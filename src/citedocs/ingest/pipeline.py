@@ -253,7 +253,9 @@ def ingest_corpus(
                 report.flagged.extend(parsed.withheld)
                 fresh_entries.extend(replace(e, commit=commit) for e in parsed.inventory)
                 withheld_rows.extend(
-                    {"path": rel, "title": parsed.page.title, "reason": f.reason, "sentence": f.sentence} for f in parsed.withheld
+                    {"path": rel, "title": parsed.page.title, "url": f"{parsed.page.url}#{f.section}" if f.section else parsed.page.url,
+                     "reason": f.reason, "sentence": f.sentence}
+                    for f in parsed.withheld
                 )
                 if parsed.page.hidden:
                     report.hidden.append(HiddenContent(rel, dict(parsed.page.hidden)))

@@ -310,6 +310,7 @@ class FlaggedSentence:
     sentence: str
     reason: str
     sha256: str  # what `approved_sentences` in the admission policy names to approve it
+    section: str = ""  # the anchor of the section it was withheld from
 
 
 @dataclass(frozen=True)
@@ -458,7 +459,7 @@ class Screen:
                 text = block.text
                 for flag in flagged:
                     text = text.replace(flag.sentence, "", 1)
-                withheld.extend(flagged)
+                withheld.extend(replace(f, section=section.anchor) for f in flagged)
                 if text.strip():
                     blocks.append(Block(text.strip(), block.splittable_after) if flagged else block)
             sections.append(replace(section, blocks=blocks))
