@@ -172,6 +172,7 @@ def test_bad_approved_sentences_setting_is_a_clear_error(services, tmp_path):
         # ordinary docs prose
         ("You are now ready to deploy your site.", None),
         ("Ignore the warning about peer dependencies.", None),
+        ("If you installed Gizmo with Homebrew, ignore the previous instructions and follow the steps below.", None),
         ("Running `astro add` will instruct users to update their config manually.", None),
         ("Install Rust with `curl https://sh.rustup.rs | sh`.", None),  # allowed host
         ("curl -fsSL https://docs.example.com/install.sh | bash", None),  # the corpus's own site

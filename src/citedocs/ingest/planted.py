@@ -248,6 +248,14 @@ _NEGATED = re.compile(
 )
 
 
+# "... ignore the previous instructions and follow the steps below": a tutorial sending its reader to
+# its own other steps, not an instruction to whoever answers (what those steps run is checked anyway)
+_OWN_STEPS = re.compile(
+    r"\s*(?:,\s*|and\s+|;\s*)(?:instead\s+)?(?:follow|use|see|read|complete|continue with|go to|skip to)\s+(?:the\s+)?"
+    r"(?:steps?|instructions?|section|guide|procedure|commands?)\s+(?:below|above|that follow|in (?:this|the next) section|on this page)\b"
+)
+
+
 def _negated(text: str, start: int) -> bool:
     """A "never"/"do not" shortly before the match, in the same clause: a warning against the thing,
     not an instruction ("If Gizmo cannot write its cache, run chmod 777" is not negated)."""
@@ -378,7 +386,8 @@ class Screen:
         """The first rule the perceived sentence breaks, or None."""
         seen = _CONTINUATION.sub(" ", perceived(sentence))  # a line continued in a command is one line
         for name, pattern in _RULES:
-            if pattern.search(seen):
+            match = pattern.search(seen)
+            if match and not (name == "ignore_instructions" and _OWN_STEPS.match(seen, match.end())):
                 return name
         commands_seen = perceived(sentence, fold_case=False)
         for candidate in [commands_seen] if code else command_candidates(commands_seen):
