@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from citedocs.api.app import create_app
 from citedocs.contract import AskRequest
 from citedocs.ingest import inventory
-from citedocs.ingest.planted import Screen
+from citedocs.ingest.planted import Screen, sentence_sha256
 from citedocs.service import Services
 from citedocs.sync.service import Syncs
 from citedocs.sync.sources import SourceError
@@ -163,3 +163,17 @@ def test_the_inventory_routes_need_an_admin_key_page_the_entries_and_approve_wit
     assert bad.status_code == 422 and bad.json()["error"] == "not_in_inventory"
     ok = client.post(f"/admin/inventory/{CORPUS}/approve", json={"hosts": ["get.docker.com"]}, headers=auth)
     assert ok.status_code == 202 and ok.json()["approved"] == ["get.docker.com"] and ok.json()["job"]["corpus"] == CORPUS
+
+
+def test_a_development_only_tls_note_is_approved_in_one_step_then_answered(syncs, tmp_path):
+    note = (
+        "---\ntitle: Local HTTPS\n---\n\n# Local HTTPS\n\nFor a local server with a self-signed certificate, "
+        "set `NODE_TLS_REJECT_UNAUTHORIZED=0` in development only.\n"
+    )
+    ingest(syncs, write_docs(tmp_path / "docs", {"local-https.md": note}))
+    [withheld] = inventory.withheld(CORPUS)
+    assert withheld["reason"] == "weakens_security"
+    syncs.approve_hosts(CORPUS, [sentence_sha256(withheld["sentence"])], None)
+    assert run_sync(syncs).status == "succeeded" and inventory.withheld(CORPUS) == []
+    answer = syncs.services.ask(AskRequest(question="How do I use a self-signed certificate on a local server?", corpus=CORPUS))
+    assert not answer.refused and "NODE_TLS_REJECT_UNAUTHORIZED" in answer.answer

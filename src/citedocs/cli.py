@@ -1165,7 +1165,7 @@ def inventory_diff(corpus: Annotated[str, typer.Argument(help="Corpus name.")], 
 @inventory_app.command("approve")
 def inventory_approve(
     corpus: Annotated[str, typer.Argument(help="Corpus name.")],
-    hosts: Annotated[Optional[list[str]], typer.Argument(help="Hosts to approve (as the inventory lists them).")] = None,
+    hosts: Annotated[Optional[list[str]], typer.Argument(help="Hosts to approve (as the inventory lists them), or withheld sentences by sha256.")] = None,
     all_pending: Annotated[bool, typer.Option("--all", help="Approve everything a held sync would add.")] = False,
     no_sync: Annotated[bool, typer.Option("--no-sync", help="Only record the approval; do not sync now.")] = False,
 ) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -33,6 +34,7 @@ from . import commands
 from .document import ParsedPage
 from .planted import Screen, _analyze, _code_lines, _lookalike_hosts, _unit_runs, command_candidates, perceived
 
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 RISKY = commands.KINDS  # fetch_and_run, decode_and_run, sends_secrets, package_index
 _LOCAL = ("localhost", "127.0.0.1", "0.0.0.0", "::1", "example.com", "example.org", "example.net")
 
@@ -152,12 +154,12 @@ def withheld(corpus: str) -> list[dict]:
 
 
 def approved_hosts(corpus: str) -> dict[str, dict]:
-    """Hosts an admin approved for the corpus: host -> {by, at}."""
+    """Hosts (and withheld sentences, by sha256) an admin approved for the corpus: -> {by, at}."""
     return _read(_file(corpus, "approved"), {})
 
 
 def approve(corpus: str, hosts: list[str], by: str) -> list[str]:
-    """Approve hosts (under the lock: two admins approving at once both count); those newly approved.
+    """Approve hosts or withheld sentences by sha256 (under the lock: two admins approving at once both count); those newly approved.
     A host a later sync removes stays approved, harmlessly: it names nothing then."""
     at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     with _locked(corpus):
@@ -212,10 +214,16 @@ def listing(corpus: str, screen: Screen, offset: int = 0, limit: int = 100, kind
 
 
 def screen_for(corpus: str, base_url: str, policy) -> Screen:
-    """The screen ingest uses for ``corpus``: its own host, the policy's and the approved hosts."""
-    return Screen.for_corpus(
-        base_url, policy.allowed_hosts + tuple(approved_hosts(corpus)), policy.approved_sentences, policy.security_advice_pages
-    )
+    """The screen ingest uses for ``corpus``: its own host, the policy's and the approved hosts, and
+    the sentences approved in the policy or here."""
+    hosts, sentences = approvals(corpus)
+    return Screen.for_corpus(base_url, policy.allowed_hosts + hosts, policy.approved_sentences | sentences, policy.security_advice_pages)
+
+
+def approvals(corpus: str) -> tuple[tuple[str, ...], frozenset[str]]:
+    """(approved hosts, approved withheld sentences by sha256)."""
+    table = approved_hosts(corpus)
+    return tuple(k for k in table if not _SHA256.fullmatch(k)), frozenset(k for k in table if _SHA256.fullmatch(k))
 
 
 def scan_folder(folder: Path, docs_format: str | None, base_url: str, remembered: tuple[str, str] | None) -> list[Entry]:

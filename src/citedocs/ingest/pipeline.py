@@ -21,7 +21,7 @@ from .boundary import OutsideRoot, inside, walk_docs
 from .chunker import CHUNKER_VERSION, chunk_document
 from .document import DocumentError
 from . import inventory
-from .planted import FlaggedSentence, Screen
+from .planted import FlaggedSentence
 from .readers import Reader
 from .readers.mdx import MDX
 
@@ -176,8 +176,7 @@ def ingest_corpus(
     if not base_url.startswith(("http://", "https://")):
         raise IngestError(f"--base-url must be an http(s) URL, got {base_url!r}")
     files, outside = _walk(source_dir, reader)
-    approved = tuple(inventory.approved_hosts(corpus))  # hosts an admin approved in the inventory
-    screen = Screen.for_corpus(base_url, policy.allowed_hosts + approved, policy.approved_sentences, policy.security_advice_pages)
+    screen = inventory.screen_for(corpus, base_url, policy)  # with what an admin approved in the inventory
     token_format = config.setting("token_format")
     dense_model = config.setting("dense_model")
     try:

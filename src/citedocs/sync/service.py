@@ -22,6 +22,7 @@ from ..index.store import ApiKey, CorpusOwnedByOtherTenant, CorpusSource, SyncJo
 from ..ingest.crawl import CrawlSettings, crawl_scope
 from ..ingest import inventory
 from ..ingest.admission import remembered_policy, resolve_policy
+from ..ingest.planted import sentence_sha256
 from ..ingest.pipeline import IngestReport, ProgressFn
 from ..service import InvalidName, Services, UnknownCorpus, check_name
 from . import archive, gate, sources, webhook
@@ -328,10 +329,11 @@ class Syncs:
         self, corpus: str, hosts: list[str], by: ApiKey | None, all_pending: bool = False, tenant: str | None = None
     ) -> list[str]:
         """Approve hosts of ``corpus``'s inventory (``all_pending``: everything a held sync would
-        add); in the audit log. A host the inventory does not name is an error (a typo approves
+        add), or withheld sentences by their sha256 (a development-only TLS note); in the audit log. A host the inventory does not name is an error (a typo approves
         nothing). The caller then syncs, so the approved steps are answered."""
         source = self.source(corpus, tenant)
         known = {e.value for e in inventory.entries(corpus)} | {e.value for e in inventory.pending(corpus)}
+        known |= {sentence_sha256(w["sentence"]) for w in inventory.withheld(corpus)}  # a withheld sentence, by its sha256
         wanted = [h.strip().lower() for h in hosts] + ([e.value for e in inventory.pending(corpus)] if all_pending else [])
         unknown = [h for h in wanted if h not in known]
         if unknown or not wanted:
