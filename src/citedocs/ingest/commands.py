@@ -16,7 +16,7 @@ tree, not the spelling, we find the steps that run code or send secrets:
 - ``package_index``: a package index other than the registry's own (``pip --index-url``,
   ``npm --registry``...).
 
-Every URL host a command names is reported too (the corpus's inventory lists them).
+``hosts_in`` gives the hosts of the URLs in any text (the corpus's inventory lists them).
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from urllib.parse import urlsplit
 
 from tree_sitter import Language, Node, Parser
 
-KINDS = ("fetch_and_run", "decode_and_run", "sends_secrets", "package_index")
 
 
 @dataclass(frozen=True)
@@ -48,14 +47,12 @@ class Analysis:
     steps: list[Step] = field(default_factory=list)
     downloads: list[tuple[str, tuple[str, ...], frozenset[int]]] = field(default_factory=list)  # (file, hosts, rows)
     runs: set[str] = field(default_factory=set)  # file names a step runs
-    urls: list[tuple[str, int]] = field(default_factory=list)  # (url, row)
 
     def extend(self, other: "Analysis", row_offset: int = 0) -> None:
         shift = lambda rows: frozenset(r + row_offset for r in rows)  # noqa: E731
         self.steps += [Step(s.kind, s.hosts, shift(s.rows)) for s in other.steps]
         self.downloads += [(f, h, shift(r)) for f, h, r in other.downloads]
         self.runs |= other.runs
-        self.urls += [(u, r + row_offset) for u, r in other.urls]
 
 
 # vocabulary ------------------------------------------------------------------------------------
@@ -266,9 +263,6 @@ class _Shell:
         for child in node.children:
             if child.type == "variable_assignment":  # FOO=bar cmd: the value is known to cmd
                 self.walk(child)
-        for w in words:
-            for url in _URL.findall(w.text):
-                self.result.urls.append((url, w.node.start_point[0]))
         if name_node is None or not words:
             return _Flow()
         # substitutions whose output becomes code: as the command name, or as eval's, source's or
@@ -366,7 +360,6 @@ class _Shell:
                 self._step(step.kind, step.hosts, fed)
             self.result.runs |= nested.runs
             self.result.downloads += [(f, h, fed) for f, h, _ in nested.downloads]
-            self.result.urls += [(u, min(fed)) for u, _ in nested.urls]
             return
         script = next((a for a in args if not a.startswith("-") or a == "-"), None)
         if name in ("source", ".") or script not in (None, "-", "/dev/stdin"):
@@ -559,8 +552,6 @@ def _analyze_powershell(code: str) -> Analysis:
         hosts = tuple(dict.fromkeys(hosts_in(resolved))) or tuple(
             dict.fromkeys(h for w in re.findall(r"[^\s'\"()]+", resolved) if (h := _target_host(w)) and not h.startswith("system."))
         )
-        for url in _URL.findall(body):
-            result.urls.append((url, first))
         runs = _PS_RUN.search(body)
         if runs and _PS_FETCH.search(resolved):
             result.steps.append(Step("fetch_and_run", hosts, rows))
@@ -645,9 +636,6 @@ def _analyze_python(code: str) -> Analysis | None:
             secret = any(_SECRET_PATH.search(v) for v in values) or "environ" in inner or "getenv" in inner
             if secret and hosts and name != "connect" or (secret and name in ("sendall", "send")):
                 result.steps.append(Step("sends_secrets", hosts or ("?",), frows))
-        for value in values:
-            for url in _URL.findall(value):
-                result.urls.append((url, getattr(node, "lineno", 1) - 1))
     return result
 
 

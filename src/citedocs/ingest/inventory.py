@@ -35,7 +35,6 @@ from .document import ParsedPage
 from .planted import Screen, _analyze, _code_lines, _lookalike_hosts, _unit_runs, command_candidates, perceived
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-RISKY = commands.KINDS  # fetch_and_run, decode_and_run, sends_secrets, package_index
 _LOCAL = ("localhost", "127.0.0.1", "0.0.0.0", "::1", "example.com", "example.org", "example.net")
 
 
