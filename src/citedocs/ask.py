@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -30,6 +31,7 @@ from .validate.validator import AcceptedSentence, CitationValidator, ValidationR
 log = logging.getLogger("citedocs.ask")
 
 REFUSAL_PREFIX = "I can't answer this from the {corpus} docs: "
+_INTRODUCES = re.compile(r":\s*(?:\[[^\]\n]+\]\s*)*(?:\n|$)")  # a sentence that ends with a colon, its markers after it
 
 
 @dataclass
@@ -136,6 +138,8 @@ class _Answer:
         if self.pipeline.awaiting_review is None or (response.refusal_reason or "").startswith("backend_error"):
             return response
         cited = None if response.refused else tuple(c.url for c in response.citations)
+        if cited is not None and not _INTRODUCES.search(response.answer):
+            return response  # an answer that stands on its own, whatever else its section held
         page = self.pipeline.awaiting_review(self.corpus.name, self.question, cited)
         if page is None:
             return response
