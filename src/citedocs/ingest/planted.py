@@ -25,7 +25,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
-from functools import cache
+from functools import cache, lru_cache
 from urllib.parse import urlsplit
 
 from confusable_homoglyphs.confusables import confusables_data
@@ -279,12 +279,14 @@ def command_candidates(unit: str) -> list[str]:
     at most eight, end punctuation off."""
     spans = [m.group(2) for m in _INLINE_CODE.finditer(unit)]
     starts = [m.start(1) for m in _WORD_START.finditer(unit) if m.group(1).lower() in _COMMAND_WORDS or m.group(1).lower().startswith("python")]
+    if not spans and not starts:
+        return []  # a sentence that names no command holds none (most prose: nothing to parse)
     ticks = [m.start() for m in re.finditer("`", unit)]
     ends = {s: [len(unit), *(t for t in ticks if t > s)][:4] for s in starts[:8]}  # to the end, or to a backtick
     return [unit.rstrip(" .!?"), *spans, *(unit[s:e].rstrip(" .!?") for s in starts[:8] for e in ends[s])]
 
 
-@cache
+@lru_cache(maxsize=4096)  # a page's code is analysed for its runs first, then for its flags
 def _analyze(code: str, language: str = "any") -> commands.Analysis:
     """The code's risky steps, as written and lower-cased (``CURL ... | SH`` runs on a
     case-insensitive file system; Windows and PowerShell ignore case anyway)."""
