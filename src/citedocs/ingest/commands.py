@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import posixpath
 import re
+import warnings
 from dataclasses import dataclass, field
 from functools import cache
 from urllib.parse import urlsplit
@@ -578,7 +579,9 @@ _PY_SEND = {"post", "put", "patch", "request", "urlopen", "sendall", "send", "co
 def _analyze_python(code: str) -> Analysis | None:
     """Python by its own grammar; None when ``code`` is not Python."""
     try:
-        tree = ast.parse(code)
+        with warnings.catch_warnings():  # a docs snippet's "\p" is not our warning to give
+            warnings.simplefilter("ignore")
+            tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     result = Analysis()
