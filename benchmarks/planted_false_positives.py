@@ -7,7 +7,8 @@ With no DOCS: every shared corpus (``evals/corpora/*/docs``) and the Python 3.11
 the reader ``citedocs ingest`` would pick (the same plan as ``benchmarks/chunk_dump.py``), and every
 block is screened exactly as ingest screens it, with the strictest screen: no allowed hosts, not
 even the corpus's own site, nothing approved. Nothing is embedded. ``--list`` prints each flagged
-sentence with its page and reason, for review.
+sentence with its page and reason, for review. Each corpus's line also says the time spent
+screening (the ingest cost of the screen, parsing included), per page.
 
 Runs against any version of ``citedocs`` on PYTHONPATH, so the figure before a change to the rules
 and after it come from the same script.
@@ -16,6 +17,7 @@ and after it come from the same script.
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 from citedocs.ingest.detect import plan_ingest
@@ -42,13 +44,16 @@ def sentence_count(text: str) -> int:
     return count
 
 
-def screen_folder(docs: Path, screen: Screen) -> tuple[int, list]:
-    """(sentences read, flagged sentences) over every page of a docs folder."""
-    sentences, flagged = 0, []
+def screen_folder(docs: Path, screen: Screen) -> tuple[int, list, int, float]:
+    """(sentences read, flagged sentences, pages, seconds spent screening) over a docs folder."""
+    sentences, flagged, pages, seconds = 0, [], 0, 0.0
     for page in plan_ingest(docs, None, None, None, "https://site.invalid/", None).pages():
         sentences += sum(sentence_count(block.text) for section in page.sections for block in section.blocks)
+        started = time.perf_counter()
         flagged += screen.withhold(page)[1]
-    return sentences, flagged
+        seconds += time.perf_counter() - started
+        pages += 1
+    return sentences, flagged, pages, seconds
 
 
 def main() -> None:
@@ -58,10 +63,11 @@ def main() -> None:
     args = parser.parse_args()
     total_sentences = total_flagged = 0
     for docs in args.docs or default_folders():
-        sentences, flagged = screen_folder(docs, Screen())
+        sentences, flagged, pages, seconds = screen_folder(docs, Screen())
         name = {"docs": docs.parent.name, "html": "python-html"}.get(docs.name, docs.name)
         rate = 100_000 * len(flagged) / max(sentences, 1)
-        print(f"{name}: {len(flagged)} flagged of {sentences:,} sentences ({rate:.1f} per 100k)")
+        cost = f"screen {seconds:.1f} s, {1000 * seconds / max(pages, 1):.1f} ms/page"
+        print(f"{name}: {len(flagged)} flagged of {sentences:,} sentences ({rate:.1f} per 100k); {cost}")
         if args.list:
             for flag in flagged:
                 print(f"  {flag.path}: {flag.reason}: {flag.sentence!r}")

@@ -1,7 +1,9 @@
 """Planted content, adversarially: text a reader cannot see, or that hides from the checks, never
 becomes a cited answer.
 
-Fixed attack pages (tests/data/planted-attacks/, one corpus per format: HTML, Markdown, reST) are
+Fixed attack pages (tests/data/planted-attacks/, one corpus per format: HTML, Markdown, reST; among
+them fetch-and-run written another way, secrets sent to the network, an untrusted package index, an
+encoded payload, and a download run in another section) are
 ingested for real (real readers, real embedding, SQLite) and asked the questions each attack
 targets through ``/ask`` (extractive backend); then hypothesis mutates every attack of
 tests/planted_attacks.py (zero-width characters inside words, look-alike letters, case, verb
@@ -76,10 +78,15 @@ def test_what_the_fixed_attacks_hide_or_plant_is_reported_per_page(services, tmp
     markdown = services.ingest(shutil.copytree(ATTACK_PAGES / "markdown", tmp_path / "md"), "attacks-md", BASE_URL, format="mdx")
     assert {h.path: h.dropped for h in markdown.hidden} == {"hidden-html-and-comment.md": {"hidden attribute": 1, "display:none": 1}}
     assert {(f.path, f.reason) for f in markdown.flagged} == {
-        ("zero-width-ignore.md", "format_characters_inside_words"),
+        ("zero-width-ignore.md", "ignore_instructions"),  # the zero-width characters removed, the rule sees the words
         ("plural-addressee.md", "tell_users"),
         ("powershell-iex.md", "runs_code_from_unlisted_host: gizmo-get.example"),
         ("secrets-email.md", "asks_for_secrets"),
+        ("download-and-run-in-two-sections.md", "runs_code_from_unlisted_host: gizmo-split.example"),
+        ("url-in-variable-by-path.md", "runs_code_from_unlisted_host: gizmo-var.example"),
+        ("exfiltration-index-and-encoded.md", "sends_secrets_to_unlisted_host: gizmo-diag.example"),
+        ("exfiltration-index-and-encoded.md", "untrusted_package_index: pypi.gizmo-index.example"),
+        ("exfiltration-index-and-encoded.md", "decodes_and_runs_code"),
     }
 
 

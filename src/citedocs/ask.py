@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -34,6 +35,7 @@ from .validate.validator import AcceptedSentence, CitationValidator, ValidationR
 log = logging.getLogger("citedocs.ask")
 
 REFUSAL_PREFIX = "I can't answer this from the {corpus} docs: "
+_INTRODUCES = re.compile(r":\s*(?:\[[^\]\n]+\]\s*)*(?:\n|$)")  # a sentence that ends with a colon, its markers after it
 
 
 @dataclass
@@ -114,6 +116,7 @@ class _Answer:
             self.trace.payload["notice"] = notice
 
     def finish(self, response: AskResponse, raw: str | None = None, decisions: list | None = None) -> AskEvent:
+        response = self._honest_when_withheld(response)
         trace = self.trace
         trace.stage_ms["total"] = round((time.perf_counter() - trace.started) * 1000, 1)
         response.notice = self.notice
@@ -149,6 +152,28 @@ class _Answer:
         if self.pipeline.on_trace:
             self.pipeline.on_trace(trace.payload)
         return AskEvent("final", response=response)
+
+    def _honest_when_withheld(self, response: AskResponse) -> AskResponse:
+        """A question that needs a passage withheld for review is told so (the insights list these
+        questions by their refusal reason), rather than that the docs do not cover it, or a weaker
+        sentence of the section it was withheld from."""
+        if self.pipeline.awaiting_review is None or (response.refusal_reason or "").startswith("backend_error"):
+            return response
+        cited = None if response.refused else tuple(c.url for c in response.citations)
+        if cited is not None and not _INTRODUCES.search(response.answer):
+            return response  # an answer that stands on its own, whatever else its section held
+        page = self.pipeline.awaiting_review(self.corpus.name, self.question, cited)
+        if page is None:
+            return response
+        detail = f"the part of the docs that covers this ({page}) is awaiting review by the docs team, so it is not quoted yet."
+        return response.model_copy(
+            update={
+                "answer": REFUSAL_PREFIX.format(corpus=self.corpus.name.capitalize()) + detail,
+                "refusal_reason": f"{RefusalReason.awaiting_review.value}: {detail}",
+                "refused": True,
+                "citations": [],
+            }
+        )
 
     def refuse(self, reason: RefusalReason, detail: str, raw: str | None = None, decisions=None) -> AskEvent:
         response = AskResponse(
@@ -222,8 +247,11 @@ class AskPipeline:
         suggestions: str = "off",
         write_questions: Callable[[str], str] | None = None,
         routing: bool = False,
+        awaiting_review: Callable[[str, str, tuple[str, ...] | None], str | None] | None = None,
     ) -> None:
         self.on_trace = on_trace  # called with every stored trace (metrics)
+        # (corpus, question, cited URLs or None) -> the page whose withheld passage the question needs (ingest/inventory.py)
+        self.awaiting_review = awaiting_review
         self.store = store
         self.retriever = retriever
         self.null_levels = NullLevels(retriever)

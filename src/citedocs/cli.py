@@ -1192,6 +1192,74 @@ def sync(
         raise typer.Exit(1)
 
 
+inventory_app = typer.Typer(no_args_is_help=True, help="What a corpus's docs point readers at: hosts, package indexes, risky steps; approve them.")
+app.add_typer(inventory_app, name="inventory")
+
+
+@inventory_app.command("list")
+def inventory_list(
+    corpus: Annotated[str, typer.Argument(help="Corpus name.")],
+    kind: Annotated[Optional[str], typer.Option(help="Only this kind: host, fetch_and_run, decode_and_run, sends_secrets, package_index.")] = None,
+    offset: Annotated[int, typer.Option(min=0)] = 0,
+    limit: Annotated[int, typer.Option(min=1, max=10000)] = 200,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Every external host and risky step the corpus's docs name (page, line, commit) and its status."""
+    from .service import UnknownCorpus
+
+    try:
+        page = _syncs().inventory_page(corpus, offset, limit, kind)
+    except UnknownCorpus as exc:
+        fail(str(exc))
+    if as_json:
+        print(json.dumps(page, indent=2, ensure_ascii=False))
+        return
+    for e in page["entries"]:
+        where = f"{e['path']}:{e['line']}" + (f" @{e['commit'][:12]}" if e["commit"] else "")
+        console.print(f"{e['status']:<18} {e['kind']:<15} {e['value']:<40} {where}", highlight=False)
+    console.print(f"{len(page['entries'])} of {page['total']} entries (offset {offset})", highlight=False)
+    if page["pending"]:
+        console.print(f"a held sync would add {len(page['pending'])}: `citedocs inventory diff {corpus}`", highlight=False)
+
+
+@inventory_app.command("diff")
+def inventory_diff(corpus: Annotated[str, typer.Argument(help="Corpus name.")], as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """What a held sync would add to the inventory that nobody approved (empty when nothing is held)."""
+    from .service import UnknownCorpus
+
+    try:
+        pending = _syncs().inventory_page(corpus, 0, 1)["pending"]
+    except UnknownCorpus as exc:
+        fail(str(exc))
+    if as_json:
+        print(json.dumps({"corpus": corpus, "new": pending}, indent=2, ensure_ascii=False))
+        return
+    for e in pending:
+        console.print(f"+ {e['kind']:<15} {e['value']:<40} {e['path']}:{e['line']}", highlight=False)
+    if not pending:
+        console.print(f"nothing held for corpus {corpus}", highlight=False)
+
+
+@inventory_app.command("approve")
+def inventory_approve(
+    corpus: Annotated[str, typer.Argument(help="Corpus name.")],
+    hosts: Annotated[Optional[list[str]], typer.Argument(help="Hosts to approve (as the inventory lists them), or withheld sentences by sha256.")] = None,
+    all_pending: Annotated[bool, typer.Option("--all", help="Approve everything a held sync would add.")] = False,
+    no_sync: Annotated[bool, typer.Option("--no-sync", help="Only record the approval; do not sync now.")] = False,
+) -> None:
+    """Approve hosts (in the audit log), then sync, so what they serve is answered."""
+    from .service import UnknownCorpus
+    from .sync.sources import SourceError
+
+    try:
+        new = _syncs().approve_hosts(corpus, hosts or [], None, all_pending)
+    except (UnknownCorpus, SourceError) as exc:
+        fail(str(exc))
+    console.print(f"approved {', '.join(new) or 'nothing new'} for corpus {corpus}", highlight=False)
+    if not no_sync:
+        sync(corpus)
+
+
 @jobs_app.command("list")
 def jobs_list(
     corpus: Annotated[Optional[str], typer.Option("--corpus", "-c", help="Only this corpus's jobs.")] = None,

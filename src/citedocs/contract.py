@@ -19,6 +19,7 @@ class RefusalReason(str, Enum):
     nothing_verifiable = "nothing_verifiable"
     backend_error = "backend_error"
     no_relevant_passage = "no_relevant_passage"
+    awaiting_review = "awaiting_review"  # the passage the question needs is withheld until the docs team approves it
 
 
 class HistoryTurn(BaseModel):

@@ -21,6 +21,7 @@ from .index.store import ADMIN_SCOPE, FULL_SCOPE, PUBLISHABLE_SCOPE, AdminAction
 from .insights import Insights, InsightsRange, InvalidRange, llm_spend, parse_since
 from .privacy import redact
 from .models.embedding_cache import EmbeddingCache
+from .ingest import inventory
 from .ingest.admission import approve, default_report_path, remember_policy, resolve_policy
 from .ingest.crawl import CrawlError, CrawlReport, CrawlSettings, crawl, crawl_scope, is_url
 from .ingest.detect import plan_ingest
@@ -214,6 +215,7 @@ class Services:
             suggestions=suggestions,
             routing=config.setting("llm_routing") == "on",
             write_questions=(lambda prompt: llm.chat([{"role": "user", "content": prompt}], 160)[0]) if llm else None,
+            awaiting_review=inventory.awaiting_review,
         )
 
     def close(self) -> None:

@@ -2,7 +2,8 @@
 
 - admin routes (an admin key, bounded to its tenant; every action in the audit log):
   ``GET /admin/corpora``, ``POST /admin/corpora/{name}/sync``, ``POST /admin/corpora/{name}/archive``,
-  ``GET /admin/jobs``, ``GET /admin/jobs/{id}``;
+  ``GET /admin/jobs``, ``GET /admin/jobs/{id}``, ``GET /admin/inventory/{name}``,
+  ``POST /admin/inventory/{name}/approve``;
 - the signed webhook ``POST /hooks/corpora/{name}`` (no key: the HMAC signature is the credential).
 
 No ``from __future__ import annotations`` here: the routes' ``AdminKey`` is built inside
@@ -17,6 +18,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
+from pydantic import BaseModel, ConfigDict, Field
 
 from .. import config, metrics
 from ..auth import RateLimited, RateLimiter, SharedRateLimiter, rate_limiter
@@ -26,6 +28,7 @@ from ..service import InvalidName, Services, UnknownCorpus
 from ..sync import webhook
 from ..sync.archive import ArchiveRejected
 from ..sync.service import JobBusy, QuotaExceeded, Syncs, UnknownJob
+from ..sync.sources import SourceError
 from .openapi import BODY_ERRORS, ERRORS, GUARDED, _errors
 
 ARCHIVE_ROUTE = r"^/admin/corpora/[^/]+/archive$"  # the one route whose body may exceed max_body_bytes
@@ -42,6 +45,12 @@ def _error(status: int, error: str, detail: str, headers: dict | None = None, **
 
 def _limited(exc: RateLimited) -> JSONResponse:
     return _error(429, "rate_limited", f"webhook {exc}", {"Retry-After": str(math.ceil(exc.retry_after_s))})
+
+
+class InventoryApproval(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    hosts: list[str] = Field(default_factory=list, max_length=1000)
+    all_pending: bool = False
 
 
 def create_router(services: Callable[[], Services], admin_caller: Callable[[Request], ApiKey]) -> APIRouter:
@@ -116,6 +125,28 @@ def create_router(services: Callable[[], Services], admin_caller: Callable[[Requ
             return job_body(syncs().job(job_id, key.tenant))
         except UnknownJob as exc:
             return _error(404, "unknown_job", str(exc))
+
+    @router.get("/admin/inventory/{name}", responses={**GUARDED, **ERRORS})
+    def admin_inventory(name: str, key: AdminKey, offset: int = 0, limit: int = 100, kind: str | None = None):
+        """The corpus's inventory, paged: every external host and risky step its docs name (page,
+        line, commit), each trusted or awaiting approval, and what a held sync would add."""
+        try:
+            return syncs().inventory_page(name, max(0, offset), max(1, min(limit, 1000)), kind, key.tenant)
+        except UnknownCorpus as exc:
+            return _error(404, "unknown_corpus", str(exc))
+
+    @router.post("/admin/inventory/{name}/approve", status_code=202, responses={**GUARDED, **ERRORS})
+    def admin_inventory_approve(name: str, body: InventoryApproval, key: AdminKey):
+        """Approve hosts of the inventory (or every one a held sync would add), then queue a sync so
+        what they serve is answered; in the audit log."""
+        try:
+            approved = syncs().approve_hosts(name, body.hosts, key, body.all_pending, key.tenant)
+            job, created = syncs().start(name, "admin", key.tenant, by=key)
+        except UnknownCorpus as exc:
+            return _error(404, "unknown_corpus", str(exc))
+        except SourceError as exc:
+            return _error(422, "not_in_inventory", str(exc))
+        return JSONResponse({"approved": approved} | job_body(job, created), status_code=202)
 
     @router.post("/hooks/corpora/{name}", status_code=202, responses={**HOOK_OK, **WEBHOOK_ERRORS})
     async def corpus_webhook(name: str, request: Request):

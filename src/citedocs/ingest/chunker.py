@@ -25,7 +25,8 @@ from pathlib import Path
 from ..types import Chunk, ChunkId
 from .budget import PieceBudget, embedder_budget
 from .document import Block, ParsedPage, estimate_tokens
-from .planted import FlaggedSentence, Screen
+from .inventory import Entry, page_entries
+from .planted import FlaggedSentence, Screen, displayed_page
 from .readers import Reader, SourceFile
 from .readers.mdx import MDX
 
@@ -43,6 +44,7 @@ class ParsedDocument:
     page: ParsedPage
     chunks: list[Chunk]
     withheld: tuple[FlaggedSentence, ...] = ()  # planted instructions kept out of the chunks
+    inventory: tuple[Entry, ...] = ()  # hosts and risky steps the page names (inventory.py), withheld ones too
 
     @property
     def doc_path(self) -> str:
@@ -249,8 +251,10 @@ def chunk_document(
 ) -> ParsedDocument:
     """Read one page and return its chunks, without the sentences ``screen`` flags as planted
     instructions. Raises DocumentError for pages that cannot be used."""
-    page = reader.read(SourceFile(rel_path=doc_path, text=source, root=root or Path("."), base_url=base_url))
+    page = displayed_page(reader.read(SourceFile(rel_path=doc_path, text=source, root=root or Path("."), base_url=base_url)))
     withheld: list[FlaggedSentence] = []
+    inventory: list[Entry] = []
     if screen is not None:
+        inventory = page_entries(page, source)
         page, withheld = screen.withhold(page)
-    return ParsedDocument(page=page, chunks=chunk_page(page), withheld=tuple(withheld))
+    return ParsedDocument(page=page, chunks=chunk_page(page), withheld=tuple(withheld), inventory=tuple(inventory))

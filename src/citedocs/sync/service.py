@@ -20,7 +20,9 @@ from .. import config, metrics, telemetry
 from ..auth import RateLimited
 from ..index.store import ApiKey, CorpusOwnedByOtherTenant, CorpusSource, SyncJob
 from ..ingest.crawl import CrawlSettings, crawl_scope
-from ..ingest.admission import remembered_policy
+from ..ingest import inventory
+from ..ingest.admission import remembered_policy, resolve_policy
+from ..ingest.planted import sentence_sha256
 from ..ingest.pipeline import ChunkQuota, IngestReport, ProgressFn
 from ..service import InvalidName, Services, UnknownCorpus, check_name
 from . import archive, gate, sources, webhook
@@ -385,6 +387,14 @@ class Syncs:
             if before is not None:
                 gate.mirror(self.store, job.corpus, target, replace(before, name=target, tenant=tenant))
         status, gate_report, went_live = "succeeded", None, False
+        held = self._new_in_inventory(job, folder, base_url, docs_format, before) if before is not None else []
+        if held:  # the live version keeps serving until an admin approves what is new
+            if incoming is not None:
+                shutil.rmtree(incoming, ignore_errors=True)
+            inventory.hold(job.corpus, held, job.id)
+            report = job_report(source, note, before.version, IngestReport(corpus=job.corpus, version=before.version), None, False)
+            return "held", report | {"inventory": {"new": [e.__dict__ for e in held], "approve": f"citedocs inventory approve {job.corpus} --all"}}
+        inventory.clear_pending(job.corpus)
         try:
             result = self.services.ingest(
                 folder, target, base_url, progress, tenant, admission=remembered_policy(job.corpus), format=docs_format,
@@ -409,6 +419,14 @@ class Syncs:
             report["resolved_gaps"] = self.services.resolve_gaps(job.corpus, job.id)
         return status, report
 
+    def _new_in_inventory(self, job: SyncJob, folder: Path, base_url: str | None, docs_format: str | None, before) -> list[inventory.Entry]:
+        """Hosts and risky steps the new docs name that the live version did not, from hosts nobody
+        approved: a sync that adds one is held (the inventory is read before anything is written)."""
+        base = base_url or before.base_url
+        screen = inventory.screen_for(job.corpus, base, resolve_policy(job.corpus, remembered_policy(job.corpus)))
+        scanned = inventory.scan_folder(folder, docs_format, base, (before.pipeline, before.base_url))
+        return inventory.new_since_live(job.corpus, scanned, screen)
+
     def _release_gate(self, corpus: str, candidate: str, options: dict, has_live: bool, progress: ProgressFn | None) -> tuple[bool, dict]:
         """Run the eval on the candidate (and the live version); (held?, the gate's part of the report)."""
         eval_file = Path(options["eval"])
@@ -427,6 +445,36 @@ class Syncs:
             "passed": ok,
             "lines": lines,
         }
+
+    # the inventory ---------------------------------------------------------------------------------
+    def approve_hosts(
+        self, corpus: str, hosts: list[str], by: ApiKey | None, all_pending: bool = False, tenant: str | None = None
+    ) -> list[str]:
+        """Approve hosts of ``corpus``'s inventory (``all_pending``: everything a held sync would
+        add), or withheld sentences by their sha256 (a development-only TLS note); in the audit log. A host the inventory does not name is an error (a typo approves
+        nothing). The caller then syncs, so the approved steps are answered."""
+        source = self.source(corpus, tenant)
+        known = {e.value for e in inventory.entries(corpus)} | {e.value for e in inventory.pending(corpus)}
+        known |= {sentence_sha256(w["sentence"]) for w in inventory.withheld(corpus)}  # a withheld sentence, by its sha256
+        wanted = [h.strip().lower() for h in hosts] + ([e.value for e in inventory.pending(corpus)] if all_pending else [])
+        unknown = [h for h in wanted if h not in known]
+        if unknown or not wanted:
+            problem = f"not in the inventory of corpus {corpus!r}: {', '.join(unknown)}" if unknown else "no host named, and nothing is pending"
+            self.services.audit(by, "inventory.approve", corpus, "rejected", problem, tenant=source.tenant)
+            raise SourceError(f"{problem}; `citedocs inventory list {corpus}` shows the hosts it names")
+        new = inventory.approve(corpus, wanted, by.key_id if by else "cli")
+        self.services.audit(by, "inventory.approve", corpus, "ok", ", ".join(wanted)[:1000], tenant=source.tenant)
+        return new
+
+    def inventory_page(self, corpus: str, offset: int = 0, limit: int = 100, kind: str | None = None, tenant: str | None = None) -> dict:
+        """One page of ``corpus``'s inventory (thousands of hosts are paged), each entry's status, and
+        what a held sync would add."""
+        source = self.source(corpus, tenant)
+        info = self.store.get_corpus(corpus)
+        base_url = info.base_url if info else source.options.get("base_url") or "https://invalid/"
+        screen = inventory.screen_for(corpus, base_url, resolve_policy(corpus, remembered_policy(corpus)))
+        listing = inventory.listing(corpus, screen, offset, limit, kind)
+        return listing | {"corpus": corpus, "pending": [e.__dict__ for e in inventory.pending(corpus)]}
 
     # webhooks ------------------------------------------------------------------------------------
     def webhook(

@@ -6,7 +6,7 @@ MDX differs from CommonMark in ways that matter for chunking:
   a component whose children are still Markdown, whereas CommonMark would swallow the following
   lines as a raw HTML block (including fenced code inside ``<PackageManagerTabs>``);
 * there are no indented code blocks, so a fence nested inside an indented component is still a fence;
-* ``{/* ... */}`` expressions are comments.
+* ``{/* ... */}`` expressions are comments, on their own lines or inside a paragraph.
 
 The rules below are markdown-it block rules, so fences, lists and containers keep being parsed by
 markdown-it itself; the JSX lines become ``jsx_tag`` tokens the chunker can label or ignore.
@@ -115,6 +115,18 @@ def _expression_rule(state: StateBlock, start_line: int, end_line: int, silent: 
     return True
 
 
+def _inline_comment_rule(state, silent: bool) -> bool:
+    """An inline ``{/* ... */}`` comment (MDX renders nothing for it): dropped from the text, where
+    it is outside code (code spans are read first)."""
+    if not state.src.startswith("{/*", state.pos):
+        return False
+    end = state.src.find("*/}", state.pos + 3)
+    if end < 0:
+        return False
+    state.pos = end + 3
+    return True
+
+
 def _admonition_validator(name: str):
     """``:::tip``, ``:::tip[Title]`` and Docusaurus 3's ``:::tip Title`` (its ``mdx1Compat.admonitions``,
     on unless the site opts into ``future.v4``)."""
@@ -135,6 +147,7 @@ def build_parser() -> MarkdownIt:
     md.block.ruler.before("fence", "mdx_esm", _esm_rule, {"alt": alt})
     md.block.ruler.before("fence", "jsx_tag", _jsx_tag_rule, {"alt": alt})
     md.block.ruler.before("fence", "mdx_expression", _expression_rule, {"alt": alt})
+    md.inline.ruler.before("emphasis", "mdx_comment", _inline_comment_rule)
     return md
 
 
@@ -237,7 +250,7 @@ MDX = MarkdownReader(
     suffixes=(".md", ".mdx", ".markdown"),
     # 8: Starlight's built ids (untrimmed text, {frontmatter.x}, no {#id}) and URLs (slugged paths,
     # slug from the docs root, _files and drafts unpublished)
-    version="8",
+    version="9",  # 9: inline {/* */} comments dropped
     parser=_starlight_parser(),
     split_heading_id=lambda heading: (heading, None),  # Astro has no heading id syntax
     new_slugger=lambda _explicit_ids: Slugger(),
