@@ -160,15 +160,14 @@ class _Answer:
         if self.pipeline.awaiting_review is None or (response.refusal_reason or "").startswith("backend_error"):
             return response
         cited = None if response.refused else tuple(c.url for c in response.citations)
-        if cited is not None and not _INTRODUCES.search(response.answer):
-            return response  # an answer that stands on its own, whatever else its section held
-        page = self.pipeline.awaiting_review(self.corpus.name, self.question, cited)
+        introduces = cited is not None and bool(_INTRODUCES.search(response.answer))
+        page = self.pipeline.awaiting_review(self.corpus.name, self.question, cited, introduces)
         if page is None:
             return response
         detail = f"the part of the docs that covers this ({page}) is awaiting review by the docs team, so it is not quoted yet."
         return response.model_copy(
             update={
-                "answer": REFUSAL_PREFIX.format(corpus=self.corpus.name.capitalize()) + detail,
+                "answer": REFUSAL_PREFIX.format(corpus=self.corpus.name) + detail,
                 "refusal_reason": f"{RefusalReason.awaiting_review.value}: {detail}",
                 "refused": True,
                 "citations": [],
@@ -247,7 +246,7 @@ class AskPipeline:
         suggestions: str = "off",
         write_questions: Callable[[str], str] | None = None,
         routing: bool = False,
-        awaiting_review: Callable[[str, str, tuple[str, ...] | None], str | None] | None = None,
+        awaiting_review: Callable[[str, str, tuple[str, ...] | None, bool], str | None] | None = None,
     ) -> None:
         self.on_trace = on_trace  # called with every stored trace (metrics)
         # (corpus, question, cited URLs or None) -> the page whose withheld passage the question needs (ingest/inventory.py)

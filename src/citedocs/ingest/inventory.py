@@ -239,20 +239,30 @@ def scan_folder(folder: Path, docs_format: str | None, base_url: str, remembered
     return found
 
 
-def awaiting_review(corpus: str, question: str, cited_urls: tuple[str, ...] | None = None) -> str | None:
+def awaiting_review(corpus: str, question: str, cited_urls: tuple[str, ...] | None = None, introduces: bool = False) -> str | None:
     """The page whose withheld passage a question needs, or None: the withheld sentence (with its
     page title) shares at least two of the question's content words and half of them. For an answer
-    (``cited_urls``), only a passage withheld from a section it cites counts: the answer then quotes
-    what was left around it. What the answer says instead of quoting a weaker sentence."""
+    (``cited_urls``), a passage withheld from a cited page counts when the answer quotes what
+    introduced it (``introduces``: a sentence ending in a colon, in a cited section) or when the
+    question names the section it was withheld from (every word of its anchor) and the answer cites
+    another: the answer then quotes what was left around it. What the answer says instead of
+    quoting a weaker sentence."""
     from ..text import content_terms
 
     asked = content_terms(question)
     if len(asked) < 2:
         return None
+    cited_pages = {url.split("#", 1)[0] for url in cited_urls or ()}
     best, score = None, 0
     for row in _withheld_cached(corpus):
-        if cited_urls is not None and row.get("url") not in cited_urls:
-            continue
+        url = row.get("url") or ""
+        if cited_urls is not None:
+            page, _, anchor = url.partition("#")
+            in_cited_section = introduces and url in cited_urls
+            named = content_terms(anchor.replace("-", " "))
+            section_asked = url not in cited_urls and page in cited_pages and bool(named) and named <= asked
+            if not (in_cited_section or section_asked):
+                continue
         shared = len(asked & content_terms(f"{row['title']} {row['sentence']}"))
         if shared > score:
             best, score = row, shared
