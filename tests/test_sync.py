@@ -209,9 +209,9 @@ def test_a_due_schedule_starts_one_sync_and_moves_the_next_date_about_one_period
     assert syncs.store.get_source(CORPUS).next_sync_at > stamp(now() + period * 0.89)
 
 
-@pytest.mark.parametrize("text", ["6", "h", "-1h", "10s", "every day"])
+@pytest.mark.parametrize("text", ["6", "h", "-1h", "10s", "every day", "99999999999d", "400d"])
 def test_a_bad_schedule_says_how_to_write_one(text):
-    with pytest.raises(SourceError, match="30m|minute"):
+    with pytest.raises(SourceError, match="30m|minute|365d"):
         parse_every(text)
 
 

@@ -19,6 +19,7 @@ SCHEDULE_JITTER = 0.1  # a scheduled sync lands within +-10% of its period, so c
 _EVERY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 GIT_TIMEOUT_S = 120
+MAX_PERIOD_S = 366 * 86400  # a longer period is a typo, and past a date's range it cannot be scheduled
 
 
 class SourceError(ValueError):
@@ -33,6 +34,8 @@ def parse_every(text: str) -> float:
     seconds = float(match.group(1)) * _UNITS[match.group(2)]
     if seconds < 60:
         raise SourceError(f"schedule {text!r} is shorter than a minute; sync at most once a minute")
+    if seconds > MAX_PERIOD_S:
+        raise SourceError(f"schedule {text!r} is longer than a year; use at most 365d (or no schedule)")
     return seconds
 
 
