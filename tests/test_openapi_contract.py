@@ -111,8 +111,9 @@ def test_schemathesis_finds_nothing_against_a_real_server(tenant_services, tmp_p
              # the sync routes act on real corpus names, job ids and signed bodies, which random values
              # only reach as 404/401; tests/test_sync_http.py drives them against a real server. Key
              # revocation likewise needs a real key id (and could revoke the run's own admin key), and
-             # dismissing docs gaps real trace ids: tests/test_admin_insights.py drives both
-             "--exclude-path-regex", "^/(admin/(corpora|jobs)|hooks)/|^/admin/keys/[^/]+/revoke$|^/admin/insights/gaps/dismiss$"],
+             # dismissing docs gaps real trace ids: tests/test_admin_insights.py drives both; the
+             # inventory routes need a corpus with an inventory: tests/test_inventory.py drives them
+             "--exclude-path-regex", "^/(admin/(corpora|jobs|inventory)|hooks)/|^/admin/keys/[^/]+/revoke$|^/admin/insights/gaps/dismiss$"],
             cwd=tmp_path, capture_output=True, text=True, timeout=600,
         )  # fmt: skip
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
