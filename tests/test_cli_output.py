@@ -22,9 +22,9 @@ from conftest import write_docs
 
 CORPUS = "brackets"
 BASE_URL = "https://pkg.example.com/"
-LONG_COMMAND = (
-    'pip install "pkg[extra,socks]" --index-url https://packages.example.com/simple/ '
-    "--extra-index-url https://mirror.example.org/pypi/simple/"
+LONG_COMMAND = (  # the package indexes are the docs site's own host: trusted, so the block is not withheld
+    'pip install "pkg[extra,socks]" --index-url https://pkg.example.com/simple/ '
+    "--extra-index-url https://pkg.example.com/mirror/pypi/simple/"
 )
 INSTALL_PAGE = f"""---
 title: Installing [extras] of pkg
