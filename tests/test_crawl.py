@@ -261,7 +261,8 @@ def test_an_unreachable_site_is_a_clear_error_and_loses_nothing(first, services)
     with pytest.raises(CrawlError, match="cannot reach http://127.0.0.1:.*nothing was changed"):
         services.crawl_and_ingest(dead, CORPUS, FAST)
     assert services.store.chunk_hashes(CORPUS) == before
-    result = CliRunner().invoke(cli, ["ingest", dead, "--corpus", CORPUS], env={"COLUMNS": "200"})
+    # another site than the corpus's source: --replace-source, or it is refused before any crawl
+    result = CliRunner().invoke(cli, ["ingest", dead, "--corpus", CORPUS, "--replace-source"], env={"COLUMNS": "200"})
     assert result.exit_code == 2
     assert "cannot reach" in result.output and "Check the URL" in result.output
     assert services.store.chunk_hashes(CORPUS) == before
