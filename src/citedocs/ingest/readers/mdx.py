@@ -123,8 +123,13 @@ def _inline_comment_rule(state, silent: bool) -> bool:
     end = state.src.find("*/}", state.pos + 3)
     if end < 0:
         return False
+    if _HEADING_ID_COMMENT.fullmatch(state.src[state.pos : end + 3]) and not state.src[end + 3 :].strip():
+        return False  # `## Title {/* #id */}`: Docusaurus's explicit heading id, which the heading keeps for its anchor
     state.pos = end + 3
     return True
+
+
+_HEADING_ID_COMMENT = re.compile(r"\{/\*\s*#[^\s*]+\s*\*/\}")
 
 
 def _admonition_validator(name: str):
