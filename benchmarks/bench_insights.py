@@ -11,7 +11,7 @@ not the hours 100k real answers would. Then it times the report a docs team read
 - ``summary``: the whole report without the gap grouping (counts per day and reason, latency
   percentiles, feedback, most- and never-cited pages, answers a docs change affected);
 - ``gaps``: the gap grouping alone, over the newest ``insights_gap_limit`` (500) refused or
-  down-voted questions: their payloads, their kept MiniLM vectors and the clustering.
+  down-voted questions: their payloads and the clustering (questions encoded as the report does).
 
     python benchmarks/bench_insights.py --index /work/cache/astro-seed/citedocs.sqlite3 [--traces 100000]
         [--postgres URL | --no-postgres] [--rounds 3] [--json out.json]
@@ -37,7 +37,7 @@ from pathlib import Path
 
 from citedocs.index import copy_corpus
 from citedocs.index.sqlite import SQLiteStore
-from citedocs.index.store import TraceColumns, packed_vector
+from citedocs.index.store import TraceColumns
 from citedocs.insights import Insights, InsightsRange, cluster_questions
 from citedocs.models.encoders import bi_encoder
 
@@ -93,22 +93,20 @@ def synthetic_traces(corpus: str, tenant: str, chunk_ids: list[str], count: int,
         yield payload, base, feedback
 
 
-def fill(store, corpus: str, tenant: str, count: int, encoder) -> None:
+def fill(store, corpus: str, tenant: str, count: int) -> None:
     hashes = store.chunk_hashes(corpus)
     ids = sorted(hashes)
-    questions = [json.loads(line)["question"] for line in CASES.read_text().splitlines() if line.strip()]
-    vectors = dict(zip(questions, (packed_vector(v) for v in encoder.encode(questions))))  # as retrieval would keep them
     traces, citations, feedback = [], [], []
     # a docs change since: 2 % of the chunks read otherwise now (their citations kept an older hash),
     # and 1 % of the answers cited a section that is gone
     changed = set(random.Random(11).sample(ids, len(ids) // 50))
-    for n, (payload, base, verdict) in enumerate(synthetic_traces(corpus, tenant, ids, count)):
+    for n, (payload, _question, verdict) in enumerate(synthetic_traces(corpus, tenant, ids, count)):
         if payload["cited_ids"] and n % 100 == 0:
             payload["cited_ids"][-1] = "removed-page#gone/1"
         payload["cited_hashes"] = {cid: "0" * 16 if cid in changed else hashes.get(cid, "1" * 16) for cid in payload["cited_ids"]}
         columns = TraceColumns.of(payload)
         traces.append(
-            (payload["trace_id"], corpus, payload["created_at"], json.dumps(payload), tenant, *columns.row(), vectors[base])
+            (payload["trace_id"], corpus, payload["created_at"], json.dumps(payload), tenant, *columns.row())
         )
         citations += [
             (payload["trace_id"], tenant, corpus, payload["created_at"], cid, digest) for cid, digest in columns.citations
@@ -119,7 +117,7 @@ def fill(store, corpus: str, tenant: str, count: int, encoder) -> None:
         db = store._db
         db.execute("BEGIN")
         db.executemany("INSERT INTO traces (trace_id, corpus, created_at, payload, tenant, question, refused, reason,"
-                       " latency_ms, question_vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", traces)
+                       " latency_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", traces)
         db.executemany("INSERT INTO trace_citations VALUES (?, ?, ?, ?, ?, ?)", citations)
         db.executemany("INSERT INTO feedback (trace_id, verdict, comment, created_at) VALUES (?, ?, ?, ?)", feedback)
         db.execute("COMMIT")
@@ -128,8 +126,8 @@ def fill(store, corpus: str, tenant: str, count: int, encoder) -> None:
     import psycopg
 
     with store._pool.connection() as conn, conn.cursor() as cursor:
-        with cursor.copy("COPY traces (trace_id, corpus, created_at, payload, tenant, question, refused, reason, latency_ms,"
-                         " question_vector) FROM STDIN") as copy:
+        with cursor.copy("COPY traces (trace_id, corpus, created_at, payload, tenant, question, refused, reason, latency_ms)"
+                         " FROM STDIN") as copy:
             for row in traces:
                 copy.write_row((*row[:6], bool(row[6]), *row[7:]))
         with cursor.copy("COPY trace_citations FROM STDIN") as copy:
@@ -203,7 +201,7 @@ def main() -> None:
         shutil.copy(args.index, work / "citedocs.sqlite3")
         sqlite = SQLiteStore(work / "citedocs.sqlite3")
         started = time.perf_counter()
-        fill(sqlite, args.corpus, tenant, args.traces, encoder)
+        fill(sqlite, args.corpus, tenant, args.traces)
         print(f"sqlite: wrote {args.traces} traces in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         results["sqlite"] = measure(sqlite, args.corpus, tenant, args.rounds, encoder)
         results["sqlite"]["load_average"] = [round(x, 2) for x in os.getloadavg()]
@@ -220,7 +218,7 @@ def main() -> None:
                 postgres = PostgresStore(server.rsplit("/", 1)[0] + "/" + name)
                 started = time.perf_counter()
                 copy_corpus(sqlite, postgres, args.corpus)
-                fill(postgres, args.corpus, tenant, args.traces, encoder)
+                fill(postgres, args.corpus, tenant, args.traces)
                 print(f"postgres: copied the corpus and wrote the traces in {time.perf_counter() - started:.1f} s", file=sys.stderr)
                 results["postgres"] = measure(postgres, args.corpus, tenant, args.rounds, encoder)
                 results["postgres"]["load_average"] = [round(x, 2) for x in os.getloadavg()]

@@ -16,7 +16,6 @@ from .generate.accounting import TenantBudgets, usage_summary
 from .generate.base import GenerationFault, Generator, Restart, UsageMeter, metered
 from .generate.grader import LlmGrader
 from .generate.routing import choose_route
-from .models.embedding_cache import question_vector
 from .privacy import redact_trace
 from .index.store import CorpusInfo, Store, StoreFull
 from .language import detect_language
@@ -142,11 +141,8 @@ class _Answer:
         )
         if config.setting("redact_questions") == "on":
             redact_trace(trace.payload)
-        # the vector retrieval computed (or, for a follow-up or a redacted question, of the stored words):
-        # the docs gaps group questions by it without encoding them again
-        vector = question_vector(trace.payload["question"], self.pipeline.retriever.encoder)
         try:
-            self.pipeline.store.save_trace(self.trace_id, self.corpus, trace.payload["created_at"], trace.payload, vector)
+            self.pipeline.store.save_trace(self.trace_id, self.corpus, trace.payload["created_at"], trace.payload)
         except StoreFull as exc:  # a full disk costs the trace, not the answer: the live version keeps serving
             log.error(str(exc), extra={"trace_id": self.trace_id})
         if self.pipeline.on_trace:

@@ -74,7 +74,6 @@ from .store import (
     TraceFilter,
     TraceRow,
     ingest_lost,
-    packed_vector,
     pause_mid_write_if_asked,
     shared_tables,
     trace_lost,
@@ -632,22 +631,16 @@ class PostgresStore:
                 yield _row_to_chunk(r), ChunkVectors(np.asarray(r["embedding"].to_numpy(), dtype=np.float32), tokens)
 
     # traces and feedback ---------------------------------------------------------------------
-    def save_trace(
-        self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict, question_vector: np.ndarray | None = None
-    ) -> None:
+    def save_trace(self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict) -> None:
         columns = TraceColumns.of(payload)
         with self._full_disk(*trace_lost(trace_id)), self._connection() as conn, conn.transaction():
             conn.execute(
-                "INSERT INTO traces (trace_id, corpus, created_at, payload, tenant, question, refused, reason, latency_ms,"
-                " question_vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                "INSERT INTO traces (trace_id, corpus, created_at, payload, tenant, question, refused, reason, latency_ms)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
                 " ON CONFLICT (trace_id) DO UPDATE SET corpus = EXCLUDED.corpus, created_at = EXCLUDED.created_at,"
                 " payload = EXCLUDED.payload, tenant = EXCLUDED.tenant, question = EXCLUDED.question,"
-                " refused = EXCLUDED.refused, reason = EXCLUDED.reason, latency_ms = EXCLUDED.latency_ms,"
-                " question_vector = EXCLUDED.question_vector",
-                (
-                    trace_id, corpus.name, created_at, json.dumps(payload), corpus.tenant, *self._typed(columns),
-                    packed_vector(question_vector),
-                ),
+                " refused = EXCLUDED.refused, reason = EXCLUDED.reason, latency_ms = EXCLUDED.latency_ms",
+                (trace_id, corpus.name, created_at, json.dumps(payload), corpus.tenant, *self._typed(columns)),
             )
             self._write_citations(conn, trace_id, corpus.name, corpus.tenant, created_at, columns)
 

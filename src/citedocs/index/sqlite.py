@@ -57,7 +57,6 @@ from .store import (
     TraceColumns,
     TraceFilter,
     TraceRow,
-    packed_vector,
     ingest_lost,
     pause_mid_write_if_asked,
     shared_tables,
@@ -463,9 +462,7 @@ class SQLiteStore:
         return {ChunkId(r["id"]): PackedTokens(bytes(r["vectors"]), r["n"]) for r in rows}
 
     # traces and feedback ---------------------------------------------------------------------
-    def save_trace(
-        self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict, question_vector: np.ndarray | None = None
-    ) -> None:
+    def save_trace(self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict) -> None:
         columns = TraceColumns.of(payload)
         with self._lock, self._full_disk(*trace_lost(trace_id)):
             db = self._db
@@ -473,11 +470,8 @@ class SQLiteStore:
             try:
                 db.execute(
                     "INSERT OR REPLACE INTO traces (trace_id, corpus, created_at, payload, tenant, question, refused,"
-                    " reason, latency_ms, question_vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        trace_id, corpus.name, created_at, json.dumps(payload), corpus.tenant, *columns.row(),
-                        packed_vector(question_vector),
-                    ),
+                    " reason, latency_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (trace_id, corpus.name, created_at, json.dumps(payload), corpus.tenant, *columns.row()),
                 )
                 self._write_citations(trace_id, corpus.name, corpus.tenant, created_at, columns)
                 db.execute("COMMIT")

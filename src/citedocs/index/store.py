@@ -179,11 +179,6 @@ class TraceRow:
 TRACE_ROW_COLUMNS = "trace_id, corpus, created_at, question, refused, reason, latency_ms"
 
 
-def packed_vector(vector: np.ndarray | None) -> bytes | None:
-    """A question vector as the stores keep it: float16 (768 bytes for MiniLM's 384 dimensions)."""
-    return None if vector is None else np.asarray(vector, dtype=np.float16).tobytes()
-
-
 @dataclass(frozen=True)
 class TraceColumns:
     """A trace's payload reduced to the columns insights read (written with the trace; computed once,
@@ -522,10 +517,7 @@ class Store(Protocol):
         """Stored token vectors, packed (see ``ChunkVectors``); chunks indexed without them are absent."""
         ...
 
-    def save_trace(
-        self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict, question_vector: np.ndarray | None = None
-    ) -> None:
-        """``question_vector``: the question's unit bi-encoder vector, kept (float16) for the docs gaps."""
+    def save_trace(self, trace_id: str, corpus: CorpusInfo, created_at: str, payload: dict) -> None:
         ...
 
     def get_trace(self, trace_id: str, tenant: str | None = None) -> dict | None: ...
