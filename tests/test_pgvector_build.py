@@ -85,19 +85,27 @@ EMULATED_CPU = ["-cpu", "Haswell"]  # AVX2 + FMA, no AVX-512 (QEMU's emulator im
 SERVER_USER = "citedocs-pg"  # scripts/local_postgres.py's server user when root starts it
 # 400 seeded random 384-dimension vectors (the MiniLM width), an HNSW index for inner product (what
 # citedocs searches with), 20 queries: their 10 nearest by the index and by an exact scan. Single-user
-# mode reads one statement a line.
+# mode reads one statement a line. A statement that ends within a second of the last statistics flush
+# arms PostgreSQL's 10-second idle-statistics timer; its SIGALRM, delivered while a long statement runs,
+# kills qemu-user 7.2's emulated process with a segmentation fault (the same binaries take the signal
+# natively), so the slower the machine, the likelier the crash. A pause over a second before each long
+# statement lets the idle backend flush instead of arming the timer.
 NEAREST_SQL = """
 CREATE EXTENSION vector;
 SELECT setseed(0.29);
+SELECT pg_sleep(1.2);
 CREATE TABLE items AS SELECT i AS id, array_agg(random() - 0.5)::vector(384) AS e FROM generate_series(1, 400) i CROSS JOIN generate_series(1, 384) d GROUP BY i;
 CREATE TABLE queries AS SELECT id, e FROM items WHERE id % 20 = 0;
+SELECT pg_sleep(1.2);
 CREATE INDEX items_hnsw ON items USING hnsw (e vector_ip_ops);
 SET enable_indexscan = off;
+SELECT pg_sleep(1.2);
 CREATE TABLE exact AS SELECT q.id AS qid, n.id FROM queries q CROSS JOIN LATERAL (SELECT id FROM items ORDER BY e <#> q.e LIMIT 10) n;
 SET enable_indexscan = on;
 SET enable_seqscan = off;
 SET hnsw.ef_search = 100;
 EXPLAIN SELECT id FROM items ORDER BY e <#> (SELECT e FROM items WHERE id = 1) LIMIT 10;
+SELECT pg_sleep(1.2);
 CREATE TABLE approx AS SELECT q.id AS qid, n.id FROM queries q CROSS JOIN LATERAL (SELECT id FROM items ORDER BY e <#> q.e LIMIT 10) n;
 SELECT (SELECT count(*) FROM exact) AS exact_rows, (SELECT count(*) FROM approx JOIN exact USING (qid, id)) AS found;
 """
