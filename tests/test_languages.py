@@ -239,3 +239,39 @@ def test_mcp_ask_docs_refuses_in_the_language_it_is_given(astro_services):
     result = anyio.run(call)
     text = str(result)
     assert "No puedo responder a esto con la documentación de astro: " in text, text[:500]
+
+
+# ---------------------------------------------------------------- the LLM's prompt
+
+
+def _chunk(text: str):
+    from citedocs.types import Chunk
+
+    return Chunk("guide/x#a/1", "guide/x.md", "X", ("A",), "a", ("a",), "https://x/guide/x#a", text, 20)
+
+
+RUSSIAN_CHUNK = "Чтобы включить карту сайта, добавьте параметр sitemap с адресом hostname в файл конфигурации."
+ENGLISH_CHUNK = "To enable the sitemap, add the sitemap option with a hostname to your config file."
+
+
+def test_the_prompt_asks_for_the_questions_language_when_the_docs_are_in_it():
+    from citedocs.generate.prompt import answer_messages
+
+    system = answer_messages("Как включить карту сайта?", [_chunk(RUSSIAN_CHUNK)], [])[0]["content"]
+    assert system.endswith("Write every sentence in Russian, including a sentence saying what the docs do not cover.")
+
+
+def test_the_prompt_asks_for_the_docs_own_words_when_the_question_is_in_another_language():
+    from citedocs.generate.prompt import language_rule
+
+    rule = language_rule("Как включить карту сайта?", [_chunk(ENGLISH_CHUNK)])
+    assert "Write every answer sentence in English, in the chunks' own words, never translated" in rule
+    assert "do not cover is in Russian" in rule
+    assert "in Russian, in the chunks' own words" in language_rule("How do I enable the sitemap?", [_chunk(RUSSIAN_CHUNK)])
+
+
+def test_an_english_question_over_english_docs_gets_the_prompt_as_it_was():
+    from citedocs.generate.prompt import answer_messages, language_rule
+
+    assert language_rule("How do I enable the sitemap?", [_chunk(ENGLISH_CHUNK)]) == ""
+    assert answer_messages("How do I enable the sitemap?", [_chunk(ENGLISH_CHUNK)], [])[0]["content"].rstrip().endswith("</chunks>")
