@@ -241,6 +241,28 @@ def test_mcp_ask_docs_refuses_in_the_language_it_is_given(astro_services):
     assert "No puedo responder a esto con la documentación de astro: " in text, text[:500]
 
 
+@pytest.mark.slow
+def test_a_fabricated_russian_claim_from_a_model_is_dropped_and_the_refusal_is_russian(astro_services):
+    from fake_llm import running_fake_llm  # an adversarial model (fault injection), not a quality measure
+
+    from citedocs.generate.openai_compat import EndpointConfig, OpenAICompatibleGenerator
+
+    chunk = "guides/environment-variables#env-files/1"
+    with running_fake_llm() as (fake, url):
+        services = Services(store=astro_services.store)
+        services.__dict__["generator"] = OpenAICompatibleGenerator(EndpointConfig(url, "fake", None, 5.0))
+        client = TestClient(create_app(services))
+        # "astro dev --mode staging deletes every page of the site": shares identifiers with the chunk, says what it does not
+        fake.reply = f"Команда `astro dev --mode staging` удаляет все страницы сайта и файл `.env.staging` [{chunk}]."
+        body = client.post("/ask", json={"question": ANSWERABLE, "language": "ru"}).json()
+        assert body["refused"] is True and body["citations"] == [] and "удаляет" not in body["answer"]
+        assert body["answer"] == "Я не могу ответить на это по документации astro: ни одно предложение не прошло проверку."
+        fake.reply = "NO_ANSWER: в документации не сказано, как удалить сайт"
+        body = client.post("/ask", json={"question": ANSWERABLE, "language": "ru"}).json()
+        assert body["answer"] == "Я не могу ответить на это по документации astro: в документации не сказано, как удалить сайт."
+        assert body["refusal_reason"].startswith("model_declined: ")
+
+
 # ---------------------------------------------------------------- the LLM's prompt
 
 
