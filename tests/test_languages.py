@@ -297,3 +297,15 @@ def test_an_english_question_over_english_docs_gets_the_prompt_as_it_was():
 
     assert language_rule("How do I enable the sitemap?", [_chunk(ENGLISH_CHUNK)]) == ""
     assert answer_messages("How do I enable the sitemap?", [_chunk(ENGLISH_CHUNK)], [])[0]["content"].rstrip().endswith("</chunks>")
+
+
+def test_a_built_package_carries_every_catalog():
+    import fnmatch
+    import tomllib
+
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["citedocs"]
+    package = ROOT / "src" / "citedocs"
+    for language in TRANSLATED:
+        for name in ("citedocs.mo", "citedocs.po"):
+            path = (i18n.LOCALE_DIR / language / "LC_MESSAGES" / name).relative_to(package).as_posix()
+            assert any(fnmatch.fnmatch(path, p) for p in patterns), f"{path} is not in the package data {patterns}"

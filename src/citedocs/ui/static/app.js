@@ -7,9 +7,10 @@ import { translations } from "./i18n.js";
 import { el } from "./render.js";
 
 const api = apiClient();
-const language = new URLSearchParams(location.search).get("lang") || "";
+const requested = new URLSearchParams(location.search).get("lang") || "";
 const translate = translations();
-const _ = await translate(language);
+const _ = await translate(requested);
+const language = requested ? _.language : ""; // as the server negotiated it: "pt-BR" is pt, "it" English
 
 const $ = (selector) => document.querySelector(selector);
 const conversationEl = $("#conversation");

@@ -54,12 +54,12 @@ async function stylesheet(url) {
 export async function mount(root, options) {
   const { server } = options;
   const translate = translations(server);
-  const language = options.language || "";
   const [_, ...sheets] = await Promise.all([
-    translate(language || document.documentElement.lang || ""),
+    translate(options.language || document.documentElement.lang || ""),
     ...["app.css", "widget.css"].map((name) => stylesheet(`${server}/static/${name}`)),
   ]);
   root.adoptedStyleSheets = sheets;
+  const language = options.language ? _.language : ""; // as the server negotiated it: "pt-BR" is pt
   if (options.accent && CSS.supports("color", options.accent)) {
     root.host.style.setProperty("--accent", options.accent);
     root.host.style.setProperty("--user", options.accent);
