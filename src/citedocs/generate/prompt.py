@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from html import escape
 from importlib.resources import files
@@ -46,7 +47,7 @@ def language_rule(question: str, chunks: Sequence[Chunk]) -> str:
     otherwise in the docs' own words, untranslated, since each sentence is checked against the
     chunk it cites (validate/), and a translation is a claim that check cannot read back."""
     asked = detect_language(question)
-    docs = detect_language("\n".join(c.text for c in chunks)) if chunks else asked
+    docs = Counter(detect_language(c.text) for c in chunks).most_common(1)[0][0] if chunks else asked  # each chunk's cached
     if asked == docs == "en":
         return ""
     if asked == docs:
