@@ -86,6 +86,8 @@ def test_the_console_frame_is_in_the_language_it_is_given(driver, server):
     assert driver.find_element(By.CSS_SELECTOR, "#sign-in h2").text == "コンソールを開く"
     assert driver.find_element(By.CSS_SELECTOR, "label[for=admin-key]").text == "管理者キー"
     assert driver.execute_script("return document.getElementById('tab-traces').textContent") == "トレース一覧"
+    assert driver.execute_script("return document.querySelector('#insights-since option[value=\"7d\"]').textContent") == "過去 7 日"
+    assert driver.execute_script("return document.getElementById('tabs').getAttribute('aria-label')") == "コンソールのセクション"
 
 
 @pytest.mark.skipif(not (PYTHON_DOCS / "library" / "json.html").is_file() and not os.environ.get("CI"), reason="needs python3.11-doc")
