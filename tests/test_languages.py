@@ -219,7 +219,9 @@ def test_a_follow_up_drops_the_sources_of_a_reply_in_any_language():
 def test_the_browser_strings_come_in_the_asked_language(client):
     ru = client.get("/ui/messages", params={"language": "ru"}).json()
     assert ru["language"] == "ru" and ru["messages"]["Not covered by the docs"] == "В документации этого нет"
-    assert client.get("/ui/messages", headers={"Accept-Language": "zh-CN"}).json()["language"] == "zh"
+    chinese = client.get("/ui/messages", headers={"Accept-Language": "zh-CN"})
+    assert chinese.json()["language"] == "zh" and chinese.headers["vary"] == "Accept-Language"
+    assert client.get("/ui/messages", params={"language": "../../etc/passwd"}).json()["language"] == "en"
     assert client.get("/ui/messages").json() == {"language": "en", "messages": {}}  # the msgids are the English
 
 

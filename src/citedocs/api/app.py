@@ -335,7 +335,8 @@ def create_app(services: Services | None = None) -> FastAPI:
         def ui_messages(request: Request, language: str | None = None) -> JSONResponse:
             """The browser side's strings in `language`, else in `Accept-Language`'s (English: none)."""
             chosen = choose_language(requested_language(language, request.headers.get("accept-language")), "en")
-            return JSONResponse({"language": chosen, "messages": messages(chosen)}, headers={"Cache-Control": "max-age=3600"})
+            headers = {"Cache-Control": "max-age=3600", "Vary": "Accept-Language"}
+            return JSONResponse({"language": chosen, "messages": messages(chosen)}, headers=headers)
 
         @app.get("/widget.js", include_in_schema=False)
         def widget() -> FileResponse:
