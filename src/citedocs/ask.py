@@ -197,9 +197,8 @@ class _Answer:
 
     def backend_failed(self, fault: GenerationFault) -> AskEvent:
         self.trace.payload["backend_fault"] = {"kind": fault.kind, "detail": fault.detail}
-        return self.refuse(
-            RefusalReason.backend_error, Message("the answer backend failed ({kind}: {detail}).", kind=fault.kind, detail=fault.detail)
-        )
+        detail = Message("the answer backend failed ({kind}: {detail}).", kind=fault.kind, detail=fault.detail)
+        return self.refuse(RefusalReason.backend_error, detail)
 
     def answer(self, validation: ValidationResult, chunks: list[Chunk], raw: str) -> AskEvent:
         by_id = {c.id: c for c in chunks}
