@@ -172,7 +172,10 @@ function translatePage() {
     ".tagline": _("Every claim cited to the docs — or an honest “not covered”."),
     "label[for=corpus]": _("Docs"),
     "#empty-state h2": _("Ask the docs"),
-    "#empty-state p": `${_("Answers quote only what the documentation says, with numbered sources you can open and check.")} ${_("Follow-up questions keep the context of the conversation.")}`,
+    "#empty-state p": [
+      _("Answers quote only what the documentation says, with numbered sources you can open and check."),
+      _("Follow-up questions keep the context of the conversation."),
+    ].join(" "),
     "label[for=question]": _("Your question about the docs"),
     "#send": _("Ask"),
     "#composer-hint": _("Enter to send · Shift+Enter for a new line"),

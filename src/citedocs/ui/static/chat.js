@@ -296,7 +296,10 @@ function traceFooter(response, api, _) {
       const text = comment.value.trim();
       await api.postJSON(`/traces/${encodeURIComponent(traceId)}/feedback`, { verdict, comment: text || null });
       feedbackForm.hidden = true;
-      status.textContent = verdict === "up" ? _("Thanks — your feedback (helpful) was recorded.") : _("Thanks — your feedback (not helpful) was recorded.");
+      status.textContent =
+        verdict === "up"
+          ? _("Thanks — your feedback (helpful) was recorded.")
+          : _("Thanks — your feedback (not helpful) was recorded.");
       for (const button of Object.values(thumbs)) button.disabled = true;
     } catch (err) {
       status.classList.add("error");
@@ -437,8 +440,12 @@ export function createConversation({
     t.turn.dataset.state = "error";
     t.assistant.classList.add("failed");
     t.answerEl.querySelector(".cursor")?.remove();
-    const title = err instanceof ApiError && err.status ? _("The server refused the request (HTTP {status})", { status: err.status }) : _("Something went wrong");
-    const message = err instanceof ApiError ? err.message : _("Unexpected error: {error}", { error: err && err.message ? err.message : err });
+    const title =
+      err instanceof ApiError && err.status
+        ? _("The server refused the request (HTTP {status})", { status: err.status })
+        : _("Something went wrong");
+    const message =
+      err instanceof ApiError ? err.message : _("Unexpected error: {error}", { error: err && err.message ? err.message : err });
     t.assistant.append(
       errorBox(title, message, () => onRetry(t.question), _),
     );
