@@ -62,6 +62,7 @@ def test_the_chat_page_speaks_the_language_it_is_given_and_quotes_the_docs_as_wr
     assert driver.execute_script("return document.documentElement.lang") == "ru"
     assert driver.find_element(By.CSS_SELECTOR, "#empty-state h2").text == "Спросите документацию"
     assert driver.find_element(By.ID, "send").text == "Спросить"
+    assert driver.find_element(By.CSS_SELECTOR, "#empty-state p").text.endswith("Уточняющие вопросы учитывают контекст беседы.")
     assert driver.find_element(By.ID, "question").get_attribute("placeholder") == "Задайте вопрос по документации…"
     turn = ask(driver, driver, ANSWERABLE, 1)
     assert turn.get_attribute("data-state") == "answered" and turn.get_attribute("lang") == "ru"
