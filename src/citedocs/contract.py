@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 MAX_QUESTION_CHARS = 2000
 MAX_HISTORY_TURNS = 20
+LANGUAGE_TAG = r"^[A-Za-z]{2,8}([-_][A-Za-z0-9]{1,8})*$"
 
 
 class RefusalReason(str, Enum):
@@ -36,6 +37,14 @@ class AskRequest(BaseModel):
     corpus: str | None = Field(default=None, description="Corpus name; the server's default when omitted.")
     history: list[HistoryTurn] = Field(default_factory=list, max_length=MAX_HISTORY_TURNS)
     top_k: int = Field(default=6, ge=1, le=20, description="Chunks retrieved as evidence.")
+    language: str | None = Field(
+        default=None,
+        pattern=LANGUAGE_TAG,
+        max_length=35,
+        description="The language citedocs speaks in (refusals, labels), a BCP 47 tag such as `ru` or `pt-BR`; it "
+        "overrides `Accept-Language` and the question's detected language. One citedocs has no catalog for "
+        "falls back to English. The quoted docs text stays in the docs' language.",
+    )
 
 
 class Citation(BaseModel):
@@ -63,6 +72,12 @@ class AskResponse(BaseModel):
     refusal_reason: str | None
     trace_id: str
     corpus_version: str
+    language: str = Field(
+        default="en",
+        description="The language of what citedocs itself says here (a refusal, the labels around the answer): the "
+        "request's `language`, else `Accept-Language`, else the question's, English when citedocs has no "
+        "catalog for it (en, de, es, fr, ja, pt, ru, zh).",
+    )
     suggestions: list[SuggestedQuestion] = Field(
         default_factory=list,
         description="Up to three follow-up questions after a grounded answer (none after a refusal), each checked to "

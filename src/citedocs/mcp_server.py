@@ -90,9 +90,13 @@ def build_server(services: Callable[[], Services]) -> MCPServer:
             list[HistoryTurn] | None,
             Field(description=f"Earlier turns, oldest first, as {{role: user|assistant, content}} (at most {MAX_HISTORY_TURNS})."),
         ] = None,
+        language: Annotated[
+            str | None,
+            Field(description="The user's language (e.g. `ru`) for citedocs' own words (a refusal); the question's when omitted."),
+        ] = None,
     ) -> AskResponse:
         try:
-            request = AskRequest(question=question, corpus=corpus, history=history or [])
+            request = AskRequest(question=question, corpus=corpus, history=history or [], language=language)
             return services().ask(request, _tenant.get())
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())

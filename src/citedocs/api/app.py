@@ -21,6 +21,7 @@ from .. import __version__, config
 from ..auth import AuthError, RateLimited, check_admin, check_publishable, rate_limiter
 from ..capacity import capacity
 from ..contract import AskRequest, AskResponse, DismissGapsRequest, ErrorBody, FeedbackRequest, NewKeyRequest
+from ..i18n import choose_language, messages, requested_language
 from ..index.store import ApiKey, StoreUnavailable
 from ..insights import InvalidRange, gaps_markdown, report_rows
 from ..models.encoders import ModelMissing
@@ -277,7 +278,9 @@ def create_app(services: Services | None = None) -> FastAPI:
 
     @app.post("/ask", response_model=AskResponse, responses={**BODY_ERRORS, **ERRORS, **GUARDED})
     def ask(body: AskRequest, request: Request, tenant: Tenant) -> AskResponse:
-        response = svc().ask(body, tenant)
+        """Answer from the corpus, or refuse. What citedocs says is in the request's `language`, else
+        `Accept-Language`'s, else the question's (the response's `language` names it)."""
+        response = svc().ask(_in_requested_language(body, request), tenant)
         request.state.trace_id = response.trace_id
         return response
 
@@ -286,7 +289,7 @@ def create_app(services: Services | None = None) -> FastAPI:
         """Server-Sent Events: `sentence` events as sentences pass validation, then one `final` event.
         A `restart` event means the provider writing the answer failed part-way: every sentence sent
         before it is void, and the answer starts again (on the next provider) or ends with `final`."""
-        events = svc().ask_events(body, tenant)  # validation errors surface here, before streaming starts
+        events = svc().ask_events(_in_requested_language(body, request), tenant)  # validation errors surface here starts
 
         def stream() -> Iterator[str]:
             for event in events:
@@ -328,6 +331,13 @@ def create_app(services: Services | None = None) -> FastAPI:
             """The admin console (its data routes take the admin key the page asks for)."""
             return FileResponse(STATIC_DIR / "admin.html")
 
+        @app.get("/ui/messages", include_in_schema=False)
+        def ui_messages(request: Request, language: str | None = None) -> JSONResponse:
+            """The browser side's strings in `language`, else in `Accept-Language`'s (English: none)."""
+            chosen = choose_language(requested_language(language, request.headers.get("accept-language")), "en")
+            headers = {"Cache-Control": "max-age=3600", "Vary": "Accept-Language"}
+            return JSONResponse({"language": chosen, "messages": messages(chosen)}, headers=headers)
+
         @app.get("/widget.js", include_in_schema=False)
         def widget() -> FileResponse:
             """The embeddable widget's loader (README: "Put it on your docs site")."""
@@ -352,6 +362,12 @@ def create_app(services: Services | None = None) -> FastAPI:
     cors.install(app, key_origins)  # outside the gate and the limits, so a 503 or 413 still carries CORS headers
     app.add_middleware(RequestLog)  # outermost: sees the 413s and 503s too
     return app
+
+
+def _in_requested_language(body: AskRequest, request: Request) -> AskRequest:
+    """The request with the language its `Accept-Language` header asks for, when its body names none."""
+    language = requested_language(body.language, request.headers.get("accept-language"))
+    return body if language == body.language else body.model_copy(update={"language": language})
 
 
 def worker_app() -> FastAPI:

@@ -43,7 +43,8 @@ from slack_sdk.signature import SignatureVerifier
 from .. import config
 from ..contract import AskRequest, AskResponse
 from ..service import Services
-from .openai_facade import Numbering
+from ..i18n import translate
+from .openai_facade import SOURCES, Numbering
 
 log = logging.getLogger("citedocs.chat_apps")
 
@@ -90,7 +91,7 @@ def answer_text(response: AskResponse, link: Callable[[str, str], str]) -> str:
         f"{numbering.numbers[c.id]}. " + link(c.url, f"{c.title} › {c.section}" if c.section != c.title else c.title)
         for c in sorted(response.citations, key=lambda c: numbering.numbers[c.id])
     ]
-    return text + ("\n\n*Sources*\n" + "\n".join(lines) if lines else "")
+    return text + (f"\n\n*{translate(response.language, SOURCES)}*\n" + "\n".join(lines) if lines else "")
 
 
 def create_router(services: Callable[[], Services]) -> APIRouter:

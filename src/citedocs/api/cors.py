@@ -1,7 +1,7 @@
 """Cross-origin access: which web pages (the embeddable widget's hosts) may call the API.
 
 Policy, in one place:
-* Public assets (`/widget.js`, `/static/...`) carry `Access-Control-Allow-Origin: *`: they hold no
+* Public assets (`/widget.js`, `/static/...`, the UI strings `/ui/messages`) carry `Access-Control-Allow-Origin: *`: they hold no
   data, and a page embedding the widget must be able to load its ES modules cross-origin.
 * Every other route answers a cross-origin call only from an origin in `cors_origins` (default:
   none). A preflight from any other origin gets 403 `origin_not_allowed` and no CORS headers, so the
@@ -28,9 +28,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .. import config
 from ..contract import ErrorBody
 
-PUBLIC_PREFIXES = ("/static/", "/widget.js")
+PUBLIC_PREFIXES = ("/static/", "/widget.js", "/ui/messages")
 ALLOW_METHODS = "GET, POST, DELETE, OPTIONS"
-ALLOW_HEADERS = "authorization, content-type, accept, last-event-id, mcp-protocol-version, mcp-session-id"
+ALLOW_HEADERS = "authorization, content-type, accept, accept-language, last-event-id, mcp-protocol-version, mcp-session-id"
 EXPOSE_HEADERS = "retry-after, www-authenticate, mcp-session-id"
 MAX_AGE_S = "600"
 

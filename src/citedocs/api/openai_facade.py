@@ -4,7 +4,8 @@ citedocs as a "model": `GET /v1/models` lists the caller's corpora as models and
 the corpus named by `model`, earlier turns becoming the follow-up history.
 
 The reply is the validated answer with its chunk-id markers replaced by numbers `[1]`, then a
-Markdown list of the numbered sources; a refusal is just its refusal text. The structured contract
+Markdown list of the numbered sources; a refusal is just its refusal text. Those words are in the
+request's `language` (an extra body field), else `Accept-Language`'s, else the question's. The structured contract
 (citations, refused, refusal_reason, trace_id, corpus_version) rides along in an extra top-level
 `citedocs` field (the last chunk, when streaming). A thin adapter over `service.py`: same auth, rate
 limit and errors as `/ask`.
@@ -23,15 +24,21 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..contract import MAX_HISTORY_TURNS, AskRequest, AskResponse, Citation, HistoryTurn
+from ..contract import LANGUAGE_TAG, MAX_HISTORY_TURNS, AskRequest, AskResponse, Citation, HistoryTurn
+from ..i18n import LANGUAGES, N_, choose_language, requested_language, translate
+from ..language import detect_language
 from ..service import EmptyQuestion, Services
 from .openapi import BODY_ERRORS, ERRORS, GUARDED
 
-SOURCES_HEADING = "**Sources**"
-FOLLOW_UPS_HEADING = "**You could also ask**"
+SOURCES = N_("Sources")
+FOLLOW_UPS = N_("You could also ask")
 MARKER = re.compile(r"\[([^\[\]\s]+#[^\[\]\s]*/\d+)\]")  # the chunk-id markers of the contract
-WITHDRAWN = "(The text above could not be verified against the docs and is withdrawn.)"
-RESTARTED = "(The model answering failed part-way: the text above is withdrawn, and the answer starts again.)"
+WITHDRAWN = N_("(The text above could not be verified against the docs and is withdrawn.)")
+RESTARTED = N_("(The model answering failed part-way: the text above is withdrawn, and the answer starts again.)")
+# an earlier reply's sources, in whichever language it was written, are not part of the history
+SOURCES_HEADINGS = re.compile(
+    "\n\n(?:" + "|".join(re.escape(f"**{translate(lang, SOURCES)}**") for lang in LANGUAGES) + ")"
+)
 
 
 class ChatMessage(BaseModel):
@@ -53,6 +60,9 @@ class ChatCompletionRequest(BaseModel):
     model: str = Field(description="A corpus name, as listed by GET /v1/models.")
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
+    language: str | None = Field(
+        default=None, pattern=LANGUAGE_TAG, description="The language of citedocs' own words (see /ask's `language`)."
+    )
 
 
 class ModelCard(BaseModel):
@@ -69,15 +79,20 @@ def _timestamp(iso: str) -> int:
         return 0
 
 
-def to_ask_request(body: ChatCompletionRequest) -> AskRequest:
+def to_ask_request(body: ChatCompletionRequest, accept_language: str | None = None) -> AskRequest:
     """The last user message is the question; earlier user/assistant turns are the history."""
     turns = [m for m in body.messages if m.role in ("user", "assistant")]
     if not turns or turns[-1].role != "user" or not turns[-1].text().strip():
         raise EmptyQuestion("the last message must be the user's question (role 'user', non-empty text)")
     history = [
-        HistoryTurn(role=m.role, content=m.text().split(f"\n\n{SOURCES_HEADING}")[0][:20_000]) for m in turns[:-1]
+        HistoryTurn(role=m.role, content=SOURCES_HEADINGS.split(m.text())[0][:20_000]) for m in turns[:-1]
     ]
-    return AskRequest(question=turns[-1].text().strip()[:2000], corpus=body.model, history=history[-MAX_HISTORY_TURNS:])
+    return AskRequest(
+        question=turns[-1].text().strip()[:2000],
+        corpus=body.model,
+        history=history[-MAX_HISTORY_TURNS:],
+        language=requested_language(body.language, accept_language),
+    )
 
 
 class Numbering:
@@ -92,7 +107,7 @@ class Numbering:
 
         return MARKER.sub(number, text)
 
-    def sources(self, citations: list[Citation]) -> str:
+    def sources(self, citations: list[Citation], language: str = "en") -> str:
         """The numbered Markdown list of sources (only cited chunks, in number order)."""
         for c in citations:
             self.numbers.setdefault(c.id, len(self.numbers) + 1)
@@ -101,7 +116,7 @@ class Numbering:
             label = f"{c.title} › {c.section}" if c.section and c.section != c.title else c.title
             label = label.replace("[", "\\[").replace("]", "\\]")
             lines.append(f"{self.numbers[c.id]}. [{label}](<{c.url}>)")
-        return f"\n\n{SOURCES_HEADING}\n" + "\n".join(lines) if lines else ""
+        return f"\n\n**{translate(language, SOURCES)}**\n" + "\n".join(lines) if lines else ""
 
 
 def separator(shown: str, previous_code: bool, code: bool) -> str:
@@ -122,14 +137,14 @@ def reply_text(response: AskResponse) -> str:
     if response.refused:
         return response.answer
     numbering = Numbering()
-    return numbering.render(response.answer) + numbering.sources(response.citations) + follow_ups(response)
+    return numbering.render(response.answer) + numbering.sources(response.citations, response.language) + follow_ups(response)
 
 
 def follow_ups(response: AskResponse) -> str:
     """The suggested follow-up questions as a Markdown list after the sources (none: nothing)."""
     if not response.suggestions:
         return ""
-    return f"\n\n{FOLLOW_UPS_HEADING}\n" + "\n".join(f"- {s.question}" for s in response.suggestions)
+    return f"\n\n**{translate(response.language, FOLLOW_UPS)}**\n" + "\n".join(f"- {s.question}" for s in response.suggestions)
 
 
 def create_router(services: Callable[[], Services], caller: Callable[[Request], str | None]) -> APIRouter:
@@ -156,7 +171,8 @@ def create_router(services: Callable[[], Services], caller: Callable[[Request], 
     )
     def chat_completions(body: ChatCompletionRequest, request: Request, tenant: str | None = tenant_of):
         """Answer the last user message from the corpus named by `model`; `stream: true` sends SSE chunks."""
-        ask = to_ask_request(body)
+        ask = to_ask_request(body, request.headers.get("accept-language"))
+        ask_language = choose_language(ask.language, detect_language(ask.question))  # the response's, before it comes
         created = int(time.time())
         if not body.stream:
             response = services().ask(ask, tenant)
@@ -199,17 +215,17 @@ def create_router(services: Callable[[], Services], caller: Callable[[Request], 
                     continue
                 if event.kind == "restart":  # a stream cannot take text back: withdraw it in words
                     if shown:
-                        yield chunk({"content": f"\n\n{RESTARTED}\n\n"})
+                        yield chunk({"content": f"\n\n{translate(ask_language, RESTARTED)}\n\n"})
                     numbering, shown, previous_code = Numbering(), "", False
                     continue
                 response = event.response
                 request.state.trace_id = response.trace_id
                 if response.refused:
-                    tail = f"\n\n{WITHDRAWN}\n\n{response.answer}" if shown else response.answer
-                elif shown:
-                    tail = numbering.sources(response.citations) + follow_ups(response)
+                    withdrawn = translate(response.language, WITHDRAWN)
+                    tail = f"\n\n{withdrawn}\n\n{response.answer}" if shown else response.answer
                 else:  # a backend that answers in one piece streams no sentences
-                    tail = numbering.render(response.answer) + numbering.sources(response.citations) + follow_ups(response)
+                    tail = "" if shown else numbering.render(response.answer)
+                    tail += numbering.sources(response.citations, response.language) + follow_ups(response)
                 yield chunk({"content": tail})
                 yield chunk({}, "stop", citedocs=structured(response))
             yield "data: [DONE]\n\n"

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..contract import RefusalReason
 from ..generate.prompt import NO_ANSWER
+from ..i18n import Message
 from ..sentences import CODE_CUT_MARK, CUT_MARK, Unit, split_units
 from ..types import Chunk
 from ..markers import parse_markers, with_markers
@@ -52,7 +53,7 @@ class ValidationResult:
     sentences: list[AcceptedSentence]
     decisions: list[Decision]
     refusal: RefusalReason | None = None
-    refusal_detail: str = ""
+    refusal_detail: Message = Message.verbatim("")  # English as a str; in the user's language on the refusal
 
     @property
     def answer(self) -> str:
@@ -203,7 +204,8 @@ class ValidationSession:
     def finish(self, raw: str) -> ValidationResult:
         declined = parse_no_answer(raw)
         if declined is not None:
-            return ValidationResult([], [], RefusalReason.model_declined, declined or "the model found no answer")
+            said = Message.verbatim(declined.rstrip(".") + ".") if declined else Message("the model found no answer.")
+            return ValidationResult([], [], RefusalReason.model_declined, said)
         if not any(content_terms(s.text) for s in self.accepted if not s.text.startswith("```")):
-            return ValidationResult([], self.decisions, RefusalReason.nothing_verifiable, "no sentence survived validation")
+            return ValidationResult([], self.decisions, RefusalReason.nothing_verifiable, Message("no sentence survived validation."))
         return ValidationResult(self.accepted, self.decisions)

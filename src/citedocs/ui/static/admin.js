@@ -3,6 +3,7 @@
 // goes through textContent; the charts are the server's SVG documents, parsed as XML (no script runs).
 
 import { AUTH_ERRORS, apiClient } from "./api.js";
+import { translateConsole } from "./admin-i18n.js";
 import { describeReason, el, numbering, renderAnswer, safeUrl } from "./render.js";
 
 const KEY = "citedocs.adminKey";
@@ -537,4 +538,5 @@ function start() {
   window.citedocsAdmin = { ready: true };
 }
 
+await translateConsole();
 start();

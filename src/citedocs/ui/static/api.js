@@ -106,14 +106,16 @@ export function apiClient({ base = "", apiKey = storedApiKey, unreachable = UNRE
 
   /**
    * POST `body` to `path` and yield {event, data} for each Server-Sent Event (data parsed as JSON).
-   * Throws ApiError for HTTP errors and network failures; AbortError when `signal` aborts.
+   * Throws ApiError for HTTP errors and network failures; AbortError when `signal` aborts. It sends
+   * `Accept-Language: *` in place of the browser's own: an answer is in the question's language
+   * unless `body.language` names one (the page's or the widget's configured language).
    */
   async function* streamEvents(path, body, signal) {
     let response;
     try {
       response = await fetch(base + path, {
         method: "POST",
-        headers: withKey({ "Content-Type": "application/json", Accept: "text/event-stream" }),
+        headers: withKey({ "Content-Type": "application/json", Accept: "text/event-stream", "Accept-Language": "*" }),
         body: JSON.stringify(body),
         signal,
       });

@@ -1,10 +1,16 @@
 // citedocs chat page: the corpus picker, the API key prompt and the composer around the shared
-// conversation (chat.js), which the embeddable widget uses too.
+// conversation (chat.js), which the embeddable widget uses too. The page speaks the language of
+// `?lang=` (which every answer is then asked in too), else the browser's (i18n.js).
 import { ApiError, AUTH_ERRORS, apiClient, setApiKey } from "./api.js";
 import { createConversation, errorBox } from "./chat.js";
+import { translations } from "./i18n.js";
 import { el } from "./render.js";
 
 const api = apiClient();
+const requested = new URLSearchParams(location.search).get("lang") || "";
+const translate = translations();
+const _ = await translate(requested);
+const language = requested ? _.language : ""; // as the server negotiated it: "pt-BR" is pt, "it" English
 
 const $ = (selector) => document.querySelector(selector);
 const conversationEl = $("#conversation");
@@ -25,7 +31,7 @@ async function loadCorpora() {
     const corpora = body.corpora || [];
     corpusSelect.replaceChildren(
       ...corpora.map((c) =>
-        el("option", { value: c.name, selected: c.name === body.default }, `${c.name} · ${c.chunks} chunks`),
+        el("option", { value: c.name, selected: c.name === body.default }, _("{name} · {chunks} chunks", { name: c.name, chunks: c.chunks })),
       ),
     );
     if (corpora.length > 1) {
@@ -34,15 +40,15 @@ async function loadCorpora() {
     } else if (corpora.length === 1) {
       corpusPicker.hidden = true;
       corpusLabel.hidden = false;
-      corpusLabel.textContent = `Docs: ${corpora[0].name}`;
-      corpusLabel.title = `version ${corpora[0].version}, ${corpora[0].chunks} chunks`;
+      corpusLabel.textContent = _("Docs: {name}", { name: corpora[0].name });
+      corpusLabel.title = _("version {version}, {chunks} chunks", { version: corpora[0].version, chunks: corpora[0].chunks });
     } else {
       corpusLabel.hidden = false;
-      corpusLabel.textContent = "No docs indexed yet — run `citedocs ingest`.";
+      corpusLabel.textContent = _("No docs indexed yet — run `citedocs ingest`.");
     }
   } catch (err) {
     if (err instanceof ApiError && AUTH_ERRORS.has(err.code)) askForKey(err.message);
-    else showNotice(err instanceof ApiError ? err.message : String(err), "Could not load the list of docs");
+    else showNotice(err instanceof ApiError ? err.message : String(err), _("Could not load the list of docs"));
   }
 }
 
@@ -53,11 +59,11 @@ function askForKey(message) {
   const box = el(
     "form",
     { class: "error-message key-form", role: "alert" },
-    el("strong", { text: "This server needs an API key" }),
+    el("strong", { text: _("This server needs an API key") }),
     el("p", { text: message }),
-    el("label", { for: "api-key", text: "API key (kept in this browser only)" }),
+    el("label", { for: "api-key", text: _("API key (kept in this browser only)") }),
     input,
-    el("button", { type: "submit", class: "secondary" }, "Use this key"),
+    el("button", { type: "submit", class: "secondary" }, _("Use this key")),
   );
   box.addEventListener("submit", (event) => {
     event.preventDefault();
@@ -77,7 +83,7 @@ function selectedCorpus() {
 
 function showNotice(message, title) {
   emptyState.hidden = true;
-  conversationEl.append(errorBox(title, message));
+  conversationEl.append(errorBox(title, message, undefined, _));
 }
 
 // ---------------------------------------------------------------- conversation
@@ -93,6 +99,9 @@ const conversation = createConversation({
     questionEl.focus();
     autoGrow();
   },
+  _,
+  translations: translate,
+  language,
 });
 
 function setBusy(busy) {
@@ -102,9 +111,9 @@ function setBusy(busy) {
 
 // ---------------------------------------------------------------- composer
 
-const stopButton = el("button", { type: "button", class: "secondary stop", hidden: true }, "Stop");
+const stopButton = el("button", { type: "button", class: "secondary stop", hidden: true }, _("Stop"));
 stopButton.addEventListener("click", () => {
-  conversation.stop("Stopped.");
+  conversation.stop(_("Stopped."));
   setBusy(false);
   questionEl.focus();
 });
@@ -154,6 +163,31 @@ $("#new-chat").addEventListener("click", () => {
   questionEl.focus();
 });
 
-window.citedocs = { state: conversation.state, ask: conversation.ask }; // for debugging and tests
+/** The page's own words in the page's language (the HTML holds the English, shown until this runs). */
+function translatePage() {
+  document.documentElement.lang = _.language;
+  document.title = _("citedocs — answers from your docs, with sources");
+  const text = {
+    ".skip-link": _("Skip to the question box"),
+    ".tagline": _("Every claim cited to the docs — or an honest “not covered”."),
+    "label[for=corpus]": _("Docs"),
+    "#empty-state h2": _("Ask the docs"),
+    "#empty-state p": [
+      _("Answers quote only what the documentation says, with numbered sources you can open and check."),
+      _("Follow-up questions keep the context of the conversation."),
+    ].join(" "),
+    "label[for=question]": _("Your question about the docs"),
+    "#send": _("Ask"),
+    "#composer-hint": _("Enter to send · Shift+Enter for a new line"),
+    "#new-chat": _("New conversation"),
+  };
+  for (const [selector, value] of Object.entries(text)) $(selector).textContent = value;
+  conversationEl.setAttribute("aria-label", _("Conversation"));
+  $(".examples").setAttribute("aria-label", _("Example questions"));
+  questionEl.placeholder = _("Ask a question about the docs…");
+}
+
+translatePage();
+window.citedocs = { state: conversation.state, ask: conversation.ask, language: _.language }; // for debugging and tests
 loadCorpora();
 questionEl.focus();

@@ -2,7 +2,10 @@
 // streamed, cited answers with source cards, refusals, trace copy and thumbs feedback. Everything is
 // built with DOM nodes and textContent (render.js); nothing from an answer or a source is parsed as HTML.
 import { ApiError } from "./api.js";
+import { translator } from "./i18n.js";
 import { describeReason, el, formatScore, numbering, renderAnswer, safeUrl, stripMarkers } from "./render.js";
+
+const ENGLISH = translator("en");
 
 const MAX_HISTORY_TURNS = 20; // contract.MAX_HISTORY_TURNS
 const MAX_HISTORY_CHARS = 20000;
@@ -32,13 +35,13 @@ function icon(name) {
 
 // ---------------------------------------------------------------- pieces of a turn
 
-export function errorBox(title, message, retry) {
+export function errorBox(title, message, retry, _ = ENGLISH) {
   return el(
     "div",
     { class: "error-message", role: "alert" },
     el("strong", { text: title }),
     el("p", { text: message }),
-    retry ? el("button", { type: "button", class: "secondary", onclick: retry }, "Try again") : null,
+    retry ? el("button", { type: "button", class: "secondary", onclick: retry }, _("Try again")) : null,
   );
 }
 
@@ -72,12 +75,14 @@ function ownSection(citation) {
   return Boolean(citation.section) && citation.section !== citation.title;
 }
 
-function pillMaker(t, numbers, citations) {
+function pillMaker(t, numbers, citations, _) {
   const byId = new Map(citations.map((c) => [c.id, c]));
   return (id) => {
     const n = numbers.get(id);
     const citation = byId.get(id);
-    const label = citation ? `Source ${n}: ${citation.title}${ownSection(citation) ? " › " + citation.section : ""}` : `Source ${n}`;
+    const label = citation
+      ? _("Source {n}: {title}", { n, title: citation.title + (ownSection(citation) ? " › " + citation.section : "") })
+      : _("Source {n}", { n });
     return el(
       "button",
       {
@@ -93,16 +98,16 @@ function pillMaker(t, numbers, citations) {
   };
 }
 
-function renderInto(t, answer, citations, streaming) {
+function renderInto(t, answer, citations, streaming, _) {
   const numbers = numbering(answer, citations);
-  t.answerEl.replaceChildren(renderAnswer(answer, pillMaker(t, numbers, citations)));
+  t.answerEl.replaceChildren(renderAnswer(answer, pillMaker(t, numbers, citations, _)));
   if (streaming) {
     const last = t.answerEl.lastElementChild || t.answerEl;
     last.append(el("span", { class: "cursor", "aria-hidden": "true" }));
   }
 }
 
-function sourceCards(t, citations) {
+function sourceCards(t, citations, _) {
   const items = citations.map((c, i) => {
     const n = i + 1;
     const text = el("pre", { class: "chunk-text" });
@@ -120,7 +125,7 @@ function sourceCards(t, citations) {
           el("span", { class: "title", text: c.title || c.id }),
           ownSection(c) ? el("span", { class: "section" }, el("span", { class: "sep", "aria-hidden": "true" }, " › "), c.section) : null,
         ),
-        el("span", { class: "score", title: "Retrieval score" }, `score ${formatScore(c.score)}`),
+        el("span", { class: "score", title: _("Retrieval score") }, _("score {score}", { score: formatScore(c.score) })),
       ),
       safeUrl(c.url)
         ? el(
@@ -128,28 +133,31 @@ function sourceCards(t, citations) {
             { class: "source-url", href: safeUrl(c.url), target: "_blank", rel: "noopener noreferrer" },
             el("span", { text: c.url }),
             icon("link"),
-            el("span", { class: "visually-hidden", text: " (opens in a new tab)" }),
+            el("span", { class: "visually-hidden", text: " " + _("(opens in a new tab)") }),
           )
         : el("span", { class: "source-url", text: c.url }), // not http(s): shown, never followed
       c.snippet ? el("p", { class: "snippet", text: c.snippet }) : null,
-      el("details", { class: "chunk" }, el("summary", {}, "Show source"), text),
+      el("details", { class: "chunk" }, el("summary", {}, _("Show source")), text),
     );
   });
   return el(
     "section",
-    { class: "sources", "aria-label": "Sources" },
-    el("h3", { text: citations.length === 1 ? "Source" : `Sources (${citations.length})` }),
+    { class: "sources", "aria-label": _("Sources") },
+    el("h3", { text: citations.length === 1 ? _("Source") : _("Sources ({count})", { count: citations.length }) }),
     el("ol", { class: "source-list" }, items),
   );
 }
 
-function refusalBanner(reason) {
-  const { summary, code, detail } = describeReason(reason);
+/** The refusal's reason, in the answer's language; refusal_reason's detail is English (the answer
+ * below says it in the user's language), so it is shown only to an English reader. */
+function refusalBanner(reason, _) {
+  const { summary, code, detail: english } = describeReason(reason);
+  const detail = _.language === "en" ? english : "";
   return el(
     "div",
     { class: "refusal-banner", role: "note" },
-    el("strong", { class: "refusal-title", text: "Not covered by the docs" }),
-    el("p", { class: "refusal-reason", text: summary }),
+    el("strong", { class: "refusal-title", text: _("Not covered by the docs") }),
+    el("p", { class: "refusal-reason", text: _(summary) }),
     code || detail
       ? el(
           "p",
@@ -184,7 +192,7 @@ async function copyText(text, container) {
   return ok;
 }
 
-function traceFooter(response, api) {
+function traceFooter(response, api, _) {
   const traceId = response.trace_id;
   const traceCode = el("code", { class: "trace-id", text: traceId, tabindex: "0" });
   const copyStatus = el("span", { class: "copy-status", role: "status" });
@@ -193,25 +201,25 @@ function traceFooter(response, api) {
     {
       type: "button",
       class: "icon-button copy-trace",
-      "aria-label": "Copy trace ID",
-      title: "Copy trace ID",
+      "aria-label": _("Copy trace ID"),
+      title: _("Copy trace ID"),
       onclick: async () => {
         const ok = await copyText(traceId, copyButton.parentElement);
         if (ok) {
-          copyStatus.textContent = "Copied";
+          copyStatus.textContent = _("Copied");
         } else {
           const range = document.createRange();
           range.selectNodeContents(traceCode);
           const selection = window.getSelection();
           selection.removeAllRanges();
           selection.addRange(range);
-          copyStatus.textContent = "Selected — press Ctrl+C to copy";
+          copyStatus.textContent = _("Selected — press Ctrl+C to copy");
         }
         setTimeout(() => (copyStatus.textContent = ""), 2500);
       },
     },
     icon("copy"),
-    el("span", { class: "button-label", text: "Copy" }),
+    el("span", { class: "button-label", text: _("Copy") }),
   );
 
   const status = el("p", { class: "feedback-status", role: "status" });
@@ -219,17 +227,17 @@ function traceFooter(response, api) {
     class: "feedback-comment",
     rows: "2",
     maxlength: "2000",
-    placeholder: "What was wrong or missing? (optional)",
+    placeholder: _("What was wrong or missing? (optional)"),
   });
   const commentId = `comment-${traceId}`;
   comment.id = commentId;
   let verdict = null;
   const thumbs = {};
-  const submit = el("button", { type: "submit", class: "primary small" }, "Send feedback");
+  const submit = el("button", { type: "submit", class: "primary small" }, _("Send feedback"));
   const feedbackForm = el(
     "form",
     { class: "feedback-form", hidden: true },
-    el("label", { for: commentId, text: "Comment (optional)" }),
+    el("label", { for: commentId, text: _("Comment (optional)") }),
     comment,
     el(
       "div",
@@ -245,7 +253,7 @@ function traceFooter(response, api) {
             choose(null);
           },
         },
-        "Cancel",
+        _("Cancel"),
       ),
     ),
   );
@@ -254,8 +262,8 @@ function traceFooter(response, api) {
     for (const [key, button] of Object.entries(thumbs)) button.setAttribute("aria-pressed", String(key === value));
   }
   for (const [value, label] of [
-    ["up", "Helpful"],
-    ["down", "Not helpful"],
+    ["up", _("Helpful")],
+    ["down", _("Not helpful")],
   ]) {
     thumbs[value] = el(
       "button",
@@ -269,7 +277,7 @@ function traceFooter(response, api) {
           choose(value);
           status.textContent = "";
           feedbackForm.hidden = false;
-          submit.textContent = value === "up" ? "Send: helpful" : "Send: not helpful";
+          submit.textContent = value === "up" ? _("Send: helpful") : _("Send: not helpful");
           comment.focus({ preventScroll: true });
           // the whole form, send button included, clear of the sticky composer
           feedbackForm.scrollIntoView({ block: "center" });
@@ -283,16 +291,19 @@ function traceFooter(response, api) {
     if (!verdict) return;
     submit.disabled = true;
     status.classList.remove("error");
-    status.textContent = "Sending…";
+    status.textContent = _("Sending…");
     try {
       const text = comment.value.trim();
       await api.postJSON(`/traces/${encodeURIComponent(traceId)}/feedback`, { verdict, comment: text || null });
       feedbackForm.hidden = true;
-      status.textContent = `Thanks — your feedback (${verdict === "up" ? "helpful" : "not helpful"}) was recorded.`;
+      status.textContent =
+        verdict === "up"
+          ? _("Thanks — your feedback (helpful) was recorded.")
+          : _("Thanks — your feedback (not helpful) was recorded.");
       for (const button of Object.values(thumbs)) button.disabled = true;
     } catch (err) {
       status.classList.add("error");
-      status.textContent = `Feedback not sent: ${err.message}`;
+      status.textContent = _("Feedback not sent: {error}", { error: err.message });
     } finally {
       submit.disabled = false;
     }
@@ -304,15 +315,15 @@ function traceFooter(response, api) {
     el(
       "div",
       { class: "trace" },
-      el("span", { class: "meta-label", text: "Trace" }),
+      el("span", { class: "meta-label", text: _("Trace") }),
       traceCode,
       copyButton,
       copyStatus,
     ),
     el(
       "div",
-      { class: "feedback", role: "group", "aria-label": "Was this answer helpful?" },
-      el("span", { class: "meta-label", text: "Helpful?" }),
+      { class: "feedback", role: "group", "aria-label": _("Was this answer helpful?") },
+      el("span", { class: "meta-label", text: _("Helpful?") }),
       thumbs.up,
       thumbs.down,
     ),
@@ -327,9 +338,22 @@ function traceFooter(response, api) {
  * A conversation rendered into `container`, talking to the server through `api` (api.js's apiClient).
  * `corpus()` names the corpus to ask (undefined: the server's default); `onStart()` runs when a
  * question is asked, `onBusy(busy)` when an answer starts or stops streaming, `onRetry(question)`
- * when the user asks to try a failed question again.
+ * when the user asks to try a failed question again. `_` translates the page's own strings;
+ * `translations(language)` gives the translator of an answer's language (i18n.js), so that what is
+ * said around an answer is in the language the answer is in; `language`, when set, is the language
+ * every answer is asked in (otherwise the question's own decides, on the server).
  */
-export function createConversation({ container, api, corpus = () => undefined, onStart = () => {}, onBusy = () => {}, onRetry = () => {} }) {
+export function createConversation({
+  container,
+  api,
+  corpus = () => undefined,
+  onStart = () => {},
+  onBusy = () => {},
+  onRetry = () => {},
+  _ = ENGLISH,
+  translations = async () => ENGLISH,
+  language = "",
+}) {
   const state = {
     exchanges: [], // completed {question, answer} pairs: the history sent with follow-ups
     current: null, // {controller, turn} of the answer being streamed
@@ -349,17 +373,17 @@ export function createConversation({ container, api, corpus = () => undefined, o
     const n = state.turnCount;
     onStart();
     const answerEl = el("div", { class: "answer" });
-    const status = el("p", { class: "status" }, el("span", { class: "spinner", "aria-hidden": "true" }), "Searching the docs…");
+    const status = el("p", { class: "status" }, el("span", { class: "spinner", "aria-hidden": "true" }), _("Searching the docs…"));
     const assistant = el(
       "div",
-      { class: "bubble assistant", "aria-busy": "true", "aria-label": "Answer" },
+      { class: "bubble assistant", "aria-busy": "true", "aria-label": _("Answer") },
       status,
       answerEl,
     );
     const turn = el(
       "article",
-      { class: "turn", "data-state": "streaming", "data-turn": n, id: `turn-${n}`, "aria-label": `Question ${n}` },
-      el("div", { class: "bubble user" }, el("span", { class: "visually-hidden", text: "You asked: " }), el("p", { text: question })),
+      { class: "turn", "data-state": "streaming", "data-turn": n, id: `turn-${n}`, "aria-label": _("Question {n}", { n }) },
+      el("div", { class: "bubble user" }, el("span", { class: "visually-hidden", text: _("You asked:") + " " }), el("p", { text: question })),
       assistant,
     );
     container.append(turn);
@@ -371,41 +395,43 @@ export function createConversation({ container, api, corpus = () => undefined, o
     return { n, question, turn, assistant, answerEl, status };
   }
 
-  function finish(t, response) {
+  async function finish(t, response) {
+    const _ = await translations(response.language || "en");
+    t.turn.lang = _.language;
     t.status.remove();
     t.assistant.removeAttribute("aria-busy");
     if (response.refused) {
       t.turn.dataset.state = "refused";
       t.assistant.classList.add("refused");
-      t.assistant.prepend(refusalBanner(response.refusal_reason));
-      renderInto(t, response.answer, [], false);
+      t.assistant.prepend(refusalBanner(response.refusal_reason, _));
+      renderInto(t, response.answer, [], false, _);
       // a refusal carries no sources; drop any pills that came with streamed sentences
       for (const pill of t.answerEl.querySelectorAll(".pill")) pill.remove();
     } else {
       t.turn.dataset.state = "answered";
-      renderInto(t, response.answer, response.citations, false);
-      if (response.citations.length) t.assistant.append(sourceCards(t, response.citations));
-      if (response.suggestions && response.suggestions.length) t.assistant.append(followUps(response.suggestions));
+      renderInto(t, response.answer, response.citations, false, _);
+      if (response.citations.length) t.assistant.append(sourceCards(t, response.citations, _));
+      if (response.suggestions && response.suggestions.length) t.assistant.append(followUps(response.suggestions, _));
     }
-    if (response.notice) t.assistant.append(el("p", { class: "notice", role: "note", text: noticeText(response.notice) }));
-    t.assistant.append(traceFooter(response, api));
+    if (response.notice) t.assistant.append(el("p", { class: "notice", role: "note", text: noticeText(response.notice, _) }));
+    t.assistant.append(traceFooter(response, api, _));
     state.exchanges.push({ question: t.question, answer: response.answer });
   }
 
   /** Follow-up questions the corpus can answer: each a button that asks it. */
-  function followUps(suggestions) {
-    const list = el("ul", { class: "follow-ups", "aria-label": "Follow-up questions" });
+  function followUps(suggestions, _) {
+    const list = el("ul", { class: "follow-ups", "aria-label": _("Follow-up questions") });
     for (const s of suggestions) {
       const button = el("button", { type: "button", class: "follow-up", text: s.question });
       button.addEventListener("click", () => ask(s.question));
       list.append(el("li", {}, button));
     }
-    return el("div", { class: "follow-ups-block" }, el("p", { class: "follow-ups-title", text: "You could also ask" }), list);
+    return el("div", { class: "follow-ups-block" }, el("p", { class: "follow-ups-title", text: _("You could also ask") }), list);
   }
 
-  function noticeText(notice) {
+  function noticeText(notice, _) {
     const [code, ...rest] = notice.split(": ");
-    return code === "llm_budget_exhausted" ? `Answered without the language model: ${rest.join(": ")}` : notice;
+    return code === "llm_budget_exhausted" ? _("Answered without the language model: {detail}", { detail: rest.join(": ") }) : notice;
   }
 
   function fail(t, err) {
@@ -414,10 +440,14 @@ export function createConversation({ container, api, corpus = () => undefined, o
     t.turn.dataset.state = "error";
     t.assistant.classList.add("failed");
     t.answerEl.querySelector(".cursor")?.remove();
-    const title = err instanceof ApiError && err.status ? `The server refused the request (HTTP ${err.status})` : "Something went wrong";
-    const message = err instanceof ApiError ? err.message : `Unexpected error: ${err && err.message ? err.message : err}`;
+    const title =
+      err instanceof ApiError && err.status
+        ? _("The server refused the request (HTTP {status})", { status: err.status })
+        : _("Something went wrong");
+    const message =
+      err instanceof ApiError ? err.message : _("Unexpected error: {error}", { error: err && err.message ? err.message : err });
     t.assistant.append(
-      errorBox(title, message, () => onRetry(t.question)),
+      errorBox(title, message, () => onRetry(t.question), _),
     );
   }
 
@@ -434,7 +464,7 @@ export function createConversation({ container, api, corpus = () => undefined, o
   }
 
   async function ask(question) {
-    abortCurrent("Stopped: a new question was asked before this answer finished.");
+    abortCurrent(_("Stopped: a new question was asked before this answer finished."));
     const t = newTurn(question);
     const controller = new AbortController();
     state.current = { controller, turn: t };
@@ -444,6 +474,7 @@ export function createConversation({ container, api, corpus = () => undefined, o
     const body = { question, history: history() };
     const name = corpus();
     if (name) body.corpus = name;
+    if (language) body.language = language;
 
     let streamed = "";
     let final = null;
@@ -453,21 +484,21 @@ export function createConversation({ container, api, corpus = () => undefined, o
           streamed = streamed ? `${streamed} ${data.rendered}` : data.rendered;
           t.turn.dataset.sentences = String(Number(t.turn.dataset.sentences || 0) + 1);
           t.status.hidden = true;
-          renderInto(t, streamed, [], true);
+          renderInto(t, streamed, [], true, _);
         } else if (event === "restart") {
           // the provider writing the answer failed part-way: what was shown is void
           streamed = "";
           t.turn.dataset.sentences = "0";
           t.turn.dataset.restarts = String(Number(t.turn.dataset.restarts || 0) + 1);
-          renderInto(t, "", [], true);
+          renderInto(t, "", [], true, _);
           t.status.hidden = false;
-          t.status.textContent = data.next ? "The model failed part-way; answering again…" : "The model failed part-way.";
+          t.status.textContent = data.next ? _("The model failed part-way; answering again…") : _("The model failed part-way.");
         } else if (event === "final") {
           final = data;
         }
       }
-      if (!final) throw new ApiError("The answer stream ended before the final answer arrived. Please try again.", { code: "incomplete_stream" });
-      finish(t, final);
+      if (!final) throw new ApiError(_("The answer stream ended before the final answer arrived. Please try again."), { code: "incomplete_stream" });
+      await finish(t, final);
     } catch (err) {
       if (err && err.name === "AbortError") return; // abortCurrent already marked the turn
       fail(t, err);
@@ -481,7 +512,7 @@ export function createConversation({ container, api, corpus = () => undefined, o
 
   /** Forget the conversation: stop any answer and remove every turn. */
   function reset() {
-    abortCurrent("Stopped.");
+    abortCurrent(_("Stopped."));
     state.exchanges = [];
     for (const node of [...container.querySelectorAll(".turn")]) node.remove();
   }

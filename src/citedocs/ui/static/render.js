@@ -1,4 +1,5 @@
 // Safe rendering of answers: every piece of text goes through textContent, never innerHTML.
+import { N_ } from "./i18n.js";
 
 // The marker the service puts after a claim: [path#anchor/N] (same pattern as the API tests).
 export const MARKER = /\[([^\[\]\s]+#[^\[\]\s]*\/\d+)\]/g;
@@ -109,20 +110,24 @@ export function renderAnswer(answer, pill) {
 }
 
 const REASONS = {
-  low_retrieval_confidence: "No passage in the docs matched the question closely enough.",
-  question_terms_not_in_docs: "Key terms of the question do not appear in the docs.",
-  terms_not_in_passages: "The docs mention key terms of the question, but no passage found for it does.",
-  model_declined: "The retrieved passages do not contain the answer.",
-  nothing_verifiable: "No sentence of the draft answer could be verified against a source.",
-  backend_error: "The answering backend failed, so nothing could be verified.",
+  low_retrieval_confidence: N_("No passage in the docs matched the question closely enough."),
+  question_terms_not_in_docs: N_("Key terms of the question do not appear in the docs."),
+  terms_not_in_passages: N_("The docs mention key terms of the question, but no passage found for it does."),
+  model_declined: N_("The retrieved passages do not contain the answer."),
+  nothing_verifiable: N_("No sentence of the draft answer could be verified against a source."),
+  backend_error: N_("The answering backend failed, so nothing could be verified."),
+  no_relevant_passage: N_("None of the passages found helps answer the question."),
+  awaiting_review: N_("The part of the docs that covers this is awaiting review by the docs team."),
 };
+const NOT_COVERED = N_("The docs do not cover this question.");
 
-/** {summary, code, detail} for a refusal_reason such as "backend_error: timeout after 30 s". */
+/** {summary, code, detail} for a refusal_reason such as "backend_error: timeout after 30 s" (the
+ * summary is a msgid, to translate where it is shown). */
 export function describeReason(reason) {
-  if (!reason) return { summary: "The docs do not cover this question.", code: "", detail: "" };
+  if (!reason) return { summary: NOT_COVERED, code: "", detail: "" };
   const [code, ...rest] = String(reason).split(":");
   const detail = rest.join(":").trim();
-  const summary = REASONS[code.trim()] || "The docs do not cover this question.";
+  const summary = REASONS[code.trim()] || NOT_COVERED;
   return { summary, code: code.trim(), detail: REASONS[code.trim()] ? detail : String(reason) };
 }
 

@@ -2,6 +2,7 @@
 // the chat page uses too (chat.js), rendered into the Shadow DOM that widget.js created.
 import { apiClient } from "./api.js";
 import { createConversation, errorBox } from "./chat.js";
+import { translations } from "./i18n.js";
 import { el } from "./render.js";
 
 const FOCUSABLE = "button, [href], textarea, input, select, summary, [tabindex]:not([tabindex='-1'])";
@@ -46,26 +47,32 @@ async function stylesheet(url) {
 
 /**
  * Build the widget into `root` (a ShadowRoot). `options` are the script tag's data attributes
- * (corpus, title, placeholder, accent, position, shortcut, key) plus `server`, the citedocs URL.
+ * (corpus, title, placeholder, accent, position, shortcut, key, language) plus `server`, the
+ * citedocs URL. The widget speaks `language` (which every answer is then asked in too), else the
+ * host page's `<html lang>`, else the browser's.
  */
 export async function mount(root, options) {
   const { server } = options;
-  root.adoptedStyleSheets = await Promise.all(
-    ["app.css", "widget.css"].map((name) => stylesheet(`${server}/static/${name}`)),
-  );
+  const translate = translations(server);
+  const [_, ...sheets] = await Promise.all([
+    translate(options.language || document.documentElement.lang || ""),
+    ...["app.css", "widget.css"].map((name) => stylesheet(`${server}/static/${name}`)),
+  ]);
+  root.adoptedStyleSheets = sheets;
+  const language = options.language ? _.language : ""; // as the server negotiated it: "pt-BR" is pt
   if (options.accent && CSS.supports("color", options.accent)) {
     root.host.style.setProperty("--accent", options.accent);
     root.host.style.setProperty("--user", options.accent);
   }
-  const title = options.title || "Ask the docs";
+  const title = options.title || _("Ask the docs");
   const shortcut = parseShortcut(options.shortcut);
   const keys = describeShortcut(shortcut);
   const api = apiClient({
     base: server,
     apiKey: () => options.key || null,
-    unreachable:
-      "Could not reach the docs assistant. It may be down, or this site may not be allowed to use it " +
-      "(its operator lists allowed sites in cors_origins).",
+    unreachable: _(
+      "Could not reach the docs assistant. It may be down, or this site may not be allowed to use it (its operator lists allowed sites in cors_origins).",
+    ),
   });
 
   const launcher = el(
@@ -80,42 +87,44 @@ export async function mount(root, options) {
       title: keys ? `${title} (${keys})` : title,
     },
     el("span", { class: "cd-launcher-mark", "aria-hidden": "true" }, "“"),
-    el("span", { class: "cd-launcher-label" }, "Ask AI"),
+    el("span", { class: "cd-launcher-label" }, _("Ask AI")),
   );
   const conversationEl = el("section", {
     class: "conversation cd-conversation",
     "aria-live": "polite",
     "aria-relevant": "additions text",
-    "aria-label": "Conversation",
+    "aria-label": _("Conversation"),
+    lang: _.language,
   });
   const intro = el(
     "p",
     { class: "cd-intro" },
-    "Answers quote only what the documentation says, with numbered sources you can open and check.",
-    keys ? ` ${keys} opens this panel; Esc closes it.` : " Esc closes this panel.",
+    _("Answers quote only what the documentation says, with numbered sources you can open and check."),
+    " ",
+    keys ? _("{keys} opens this panel; Esc closes it.", { keys }) : _("Esc closes this panel."),
   );
   const question = el("textarea", {
     id: "cd-question",
     rows: "1",
     maxlength: "2000",
     autocomplete: "off",
-    placeholder: options.placeholder || "Ask a question about the docs…",
+    placeholder: options.placeholder || _("Ask a question about the docs…"),
   });
-  const send = el("button", { type: "submit", class: "send" }, "Ask");
-  const stop = el("button", { type: "button", class: "secondary stop", hidden: true }, "Stop");
+  const send = el("button", { type: "submit", class: "send" }, _("Ask"));
+  const stop = el("button", { type: "button", class: "secondary stop", hidden: true }, _("Stop"));
   const form = el(
     "form",
     { class: "cd-composer", novalidate: true },
-    el("label", { for: "cd-question", class: "visually-hidden", text: "Your question about the docs" }),
+    el("label", { for: "cd-question", class: "visually-hidden", text: _("Your question about the docs") }),
     question,
     send,
     stop,
   );
-  const close = el("button", { type: "button", class: "icon-button cd-close", "aria-label": "Close" }, "✕");
-  const newChat = el("button", { type: "button", class: "link-button cd-new" }, "New conversation");
+  const close = el("button", { type: "button", class: "icon-button cd-close", "aria-label": _("Close") }, "✕");
+  const newChat = el("button", { type: "button", class: "link-button cd-new" }, _("New conversation"));
   const dialog = el(
     "dialog",
-    { id: "cd-dialog", class: "cd-dialog", "aria-labelledby": "cd-title" },
+    { id: "cd-dialog", class: "cd-dialog", "aria-labelledby": "cd-title", lang: _.language },
     el(
       "header",
       { class: "cd-header" },
@@ -139,6 +148,9 @@ export async function mount(root, options) {
       question.value = text;
       question.focus();
     },
+    _,
+    translations: translate,
+    language,
   });
 
   let checked = false;
@@ -148,7 +160,7 @@ export async function mount(root, options) {
     question.focus();
     if (!checked) {
       checked = true;
-      api.getJSON("/corpora").catch((err) => conversationEl.append(errorBox("The docs assistant is unavailable", err.message)));
+      api.getJSON("/corpora").catch((err) => conversationEl.append(errorBox(_("The docs assistant is unavailable"), err.message, undefined, _)));
     }
   }
   function closeDialog() {
@@ -170,7 +182,7 @@ export async function mount(root, options) {
     question.focus();
   });
   stop.addEventListener("click", () => {
-    conversation.stop("Stopped.");
+    conversation.stop(_("Stopped."));
     stop.hidden = true;
     question.focus();
   });

@@ -2,7 +2,8 @@
 //   <script src="https://HOST/widget.js" data-corpus="astro" defer></script>
 // Optional: data-title, data-placeholder, data-accent (a CSS colour), data-position
 // (bottom-right | bottom-left), data-shortcut (e.g. "mod+k", the default, or "none"), data-key (a
-// publishable key, when the server requires keys). A classic script, so that `defer` and
+// publishable key, when the server requires keys), data-language (e.g. "ru": the widget's words and
+// every answer's; by default the page's <html lang> for the widget, the question's for an answer). A classic script, so that `defer` and
 // document.currentScript work; the widget itself is ES modules shared with the chat page, loaded
 // from the same server into a Shadow DOM (the host page's CSS cannot reach it, its CSS cannot leak).
 (() => {
