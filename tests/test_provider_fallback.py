@@ -105,7 +105,11 @@ def test_a_provider_killed_mid_stream_restarts_the_answer_on_the_next(chain_serv
     trace = services.trace(final["trace_id"])
     assert trace["provider"] == "second" and trace["model"] == "second-model"
     assert [a["outcome"] for a in trace["provider_attempts"]] == ["died_mid_stream"]
-    assert trace["llm_usage"]["completion_tokens"] == asked()[-1]["usage"]["completion_tokens"]
+    spent = {m["provider"]: m for m in trace["llm_usage"]["by_model"]}
+    assert (spent["second"]["completion_tokens"], spent["second"]["estimated"]) == (asked()[-1]["usage"]["completion_tokens"], False)
+    # the dead provider's tokens are spent too: estimated (a dead stream sends no usage), never lost
+    assert spent["first"]["estimated"] is True and spent["first"]["prompt_tokens"] > 100 and spent["first"]["completion_tokens"] >= 1
+    assert trace["llm_usage"]["estimated"] is True
 
 
 def test_a_rate_limited_provider_is_retried_after_its_retry_after(chain_services, tmp_path):

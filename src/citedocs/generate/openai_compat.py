@@ -214,8 +214,17 @@ class OpenAICompatibleGenerator:
         payload.update(stream=True, stream_options={"include_usage": True})
         structured = version != PROMPT_VERSION
         reader = StructuredReader()
+        received: list[str] = []
 
         def raw_deltas() -> Iterator[str]:
+            try:
+                yield from relayed()
+            except GenerationFault as fault:
+                if received:  # the provider failed part-way: the prompt and what it wrote were spent all the same
+                    fault.spent = self._estimated_usage(payload["messages"], "".join(received))
+                raise
+
+        def relayed() -> Iterator[str]:
             with self._faults_named(), self._client.stream("POST", "/chat/completions", json=payload) as response:
                 self._check_status(response)
                 if not response.headers.get("content-type", "").startswith("text/event-stream"):
@@ -240,6 +249,7 @@ class OpenAICompatibleGenerator:
                     usage.update(event_usage)
                     finished = finished or done
                     if text:
+                        received.append(text)
                         yield text
                 if not finished:  # the connection closed mid-answer: what came is not the whole answer
                     raise GenerationFault("interrupted", f"the stream from {self.config.base_url} ended before the answer did")
