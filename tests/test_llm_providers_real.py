@@ -7,7 +7,8 @@ Qwen2.5-Coder-1.5B, each its own child process, one thread each) as two OpenAI-c
   labelled fault-injection relay, tests/fault_proxy.py, refuses the first requests and then forwards
   them to the real server): the waits honour Retry-After, and the breaker opens, half-opens and
   closes at the times its settings say;
-- the tokens a trace records are the server's own ``usage``, streamed and not.
+- the tokens a trace records are the server's own ``usage``, streamed and not; the tokens of an
+  answer cut short by its budget, or of a provider that died writing (estimated), count too.
 
 One pair of servers for the module (loading is the slow part; each keeps its prompt cache, so a
 question asked again costs only its generation). Skips when the model is not installed; with
@@ -235,6 +236,19 @@ def test_the_breaker_opens_after_repeated_429s_and_a_probe_after_the_cooldown_cl
     assert probe["at"] >= reopens_at and breaker.state == "closed"
     assert (probe["method"], probe["path"], probe["status"]) == ("GET", "/v1/models", 200)  # the probe, then the call
     assert answered["step"] == "ok" and answered["usage"]["completion_tokens"] >= 1
+
+
+def test_an_answer_cut_short_by_its_budget_goes_to_the_next_provider_and_its_tokens_still_count(pair, chain):
+    with fault_proxy(pair.url("a")) as relay:
+        services = chain([pair.provider("short", "a", relay.base_url, max_tokens=16), {"name": "quotes", "kind": "extractive"}])
+        response = services.ask(AskRequest(question=QUESTION))
+        trace = services.trace(response.trace_id)
+        [cut] = relay.chat_requests()
+    assert response.refused is False and trace["provider"] == "quotes"  # the JSON cut at 16 tokens is no answer
+    assert [(a["provider"], a["detail"].split(":")[0]) for a in trace["provider_attempts"]] == [("short", "garbage")]
+    [spent] = trace["llm_usage"]["by_model"]  # the extractive answer costs nothing; the cut one was billed
+    assert (spent["provider"], spent["prompt_tokens"], spent["completion_tokens"], spent["estimated"]) == ("short", *_usage(cut), False)
+    assert _usage(cut)[1] == 16
 
 
 def test_a_provider_killed_mid_stream_restarts_the_answer_on_the_other(pair, chain):

@@ -291,8 +291,9 @@ def _provider_stream(provider: Provider, question: str, chunks, history) -> Gene
 
 
 def _failed(provider: Provider, fault: GenerationFault, started: float, mid_stream: bool = False) -> dict:
-    """An attempt's record; one that died mid-stream carries the tokens it spent (``usage``, estimated:
-    a dead stream sends no usage), which the answer's accounting counts against that provider."""
+    """An attempt's record; one that failed after the provider began writing carries the tokens it
+    spent (``usage``: estimated when it died, as a dead stream sends no usage), which the answer's
+    accounting counts against that provider."""
     attempt = {
         "provider": provider.name,
         "outcome": "died_mid_stream" if mid_stream else "failed",

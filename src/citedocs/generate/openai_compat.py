@@ -272,7 +272,9 @@ class OpenAICompatibleGenerator:
             try:
                 tail = reader.finish()
             except StructuredOutputError as exc:
-                raise GenerationFault("garbage", str(exc)) from exc
+                fault = GenerationFault("garbage", str(exc))  # e.g. cut short by max_tokens: written, and billed, all the same
+                fault.spent = dict(usage) if usage.get("completion_tokens") else self._estimated_usage(payload["messages"], reader.raw)
+                raise fault from exc
             if tail:
                 yield tail
 
