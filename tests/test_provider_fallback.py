@@ -188,6 +188,22 @@ def test_a_key_written_in_the_config_is_refused_with_the_fix(monkeypatch):
         config.setting("llm_providers")
 
 
+@pytest.mark.parametrize("budget", [0, 8, "many", 100.5])
+def test_a_providers_answer_budget_that_is_not_a_whole_number_of_at_least_16_tokens_is_refused(monkeypatch, budget):
+    from citedocs import config
+
+    monkeypatch.setenv("CITEDOCS_LLM_PROVIDERS", json.dumps([{"name": "x", "base_url": "http://h/v1", "max_tokens": budget}]))
+    with pytest.raises(config.ConfigError, match="max_tokens must be a whole number of at least 16"):
+        config.setting("llm_providers")
+
+
+def test_a_providers_answer_budget_is_what_its_endpoint_is_asked_for():
+    from citedocs.generate.fallback import endpoint_for
+
+    assert endpoint_for(ProviderSpec(name="p", base_url="http://h/v1", max_tokens=96)).max_tokens == 96
+    assert endpoint_for(ProviderSpec(name="p", base_url="http://h/v1")).max_tokens == 512
+
+
 def test_a_half_open_breaker_lets_one_probe_through_and_closes_on_success():
     now = [0.0]
     breaker = Breaker(failures_to_open=2, cooldown_s=10.0, clock=lambda: now[0])
