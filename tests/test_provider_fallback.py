@@ -105,7 +105,11 @@ def test_a_provider_killed_mid_stream_restarts_the_answer_on_the_next(chain_serv
     trace = services.trace(final["trace_id"])
     assert trace["provider"] == "second" and trace["model"] == "second-model"
     assert [a["outcome"] for a in trace["provider_attempts"]] == ["died_mid_stream"]
-    assert trace["llm_usage"]["completion_tokens"] == asked()[-1]["usage"]["completion_tokens"]
+    spent = {m["provider"]: m for m in trace["llm_usage"]["by_model"]}
+    assert (spent["second"]["completion_tokens"], spent["second"]["estimated"]) == (asked()[-1]["usage"]["completion_tokens"], False)
+    # the dead provider's tokens are spent too: estimated (a dead stream sends no usage), never lost
+    assert spent["first"]["estimated"] is True and spent["first"]["prompt_tokens"] > 100 and spent["first"]["completion_tokens"] >= 1
+    assert trace["llm_usage"]["estimated"] is True
 
 
 def test_a_rate_limited_provider_is_retried_after_its_retry_after(chain_services, tmp_path):
@@ -182,6 +186,22 @@ def test_a_key_written_in_the_config_is_refused_with_the_fix(monkeypatch):
     monkeypatch.setenv("CITEDOCS_LLM_PROVIDERS", json.dumps([{"name": "x", "base_url": "http://h/v1", "api_key": "sk-1"}]))
     with pytest.raises(config.ConfigError, match="api_key_env"):
         config.setting("llm_providers")
+
+
+@pytest.mark.parametrize("budget", [0, 8, "many", 100.5])
+def test_a_providers_answer_budget_that_is_not_a_whole_number_of_at_least_16_tokens_is_refused(monkeypatch, budget):
+    from citedocs import config
+
+    monkeypatch.setenv("CITEDOCS_LLM_PROVIDERS", json.dumps([{"name": "x", "base_url": "http://h/v1", "max_tokens": budget}]))
+    with pytest.raises(config.ConfigError, match="max_tokens must be a whole number of at least 16"):
+        config.setting("llm_providers")
+
+
+def test_a_providers_answer_budget_is_what_its_endpoint_is_asked_for():
+    from citedocs.generate.fallback import endpoint_for
+
+    assert endpoint_for(ProviderSpec(name="p", base_url="http://h/v1", max_tokens=96)).max_tokens == 96
+    assert endpoint_for(ProviderSpec(name="p", base_url="http://h/v1")).max_tokens == 512
 
 
 def test_a_half_open_breaker_lets_one_probe_through_and_closes_on_success():

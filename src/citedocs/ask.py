@@ -66,6 +66,14 @@ class _Trace:
             self.spans.append((stage, started_ns, time.time_ns()))
 
 
+def _count_lost_answers(meter: UsageMeter, attempts: list[dict]) -> None:
+    """The tokens of answers a provider was writing when it died (estimated, see fallback._failed):
+    spent on that provider though nothing it wrote stands."""
+    for attempt in attempts:
+        if attempt.get("usage"):
+            meter.add(attempt["provider"], attempt["model"], attempt["usage"], "lost_answer")
+
+
 class StoreProbe:
     """Corpus-wide look-ups for the question gate, through the store's full-text index."""
 
@@ -450,6 +458,7 @@ class AskPipeline:
         except GenerationFault as fault:
             trace.stage_ms["generate"] = round((time.perf_counter() - generate_started - validate_s) * 1000, 1)
             trace.payload["provider_attempts"] = getattr(stream, "attempts", [])
+            _count_lost_answers(trace.meter, trace.payload["provider_attempts"])
             yield run.backend_failed(fault)
             return
         trace.stage_ms["generate"] = round((time.perf_counter() - generate_started - validate_s) * 1000, 1)
@@ -462,6 +471,7 @@ class AskPipeline:
             provider=generation.provider or generation.backend,
             provider_attempts=generation.attempts,
         )
+        _count_lost_answers(trace.meter, generation.attempts)
         if generation.usage.get("prompt_tokens") or generation.usage.get("completion_tokens"):
             trace.meter.add(trace.payload["provider"], generation.model, generation.usage, "answer")
         if generation.raw is not None:

@@ -117,6 +117,7 @@ class ProviderSpec:
     retries: int = 2  # further tries on 429, 5xx, timeouts and lost connections, with back-off
     structured: str = "auto"
     route: str = "any"  # fast | strong: which questions it takes when routing is on (routing.py)
+    max_tokens: int | None = None  # the longest answer it may write, in tokens (None: 512)
 
 
 def _table_or_json(raw: Any) -> Any:
@@ -156,6 +157,8 @@ def _providers(raw: Any) -> tuple[ProviderSpec, ...]:
             raise ValueError(f"entry {n} ({spec.name}): route must be one of {', '.join(ROUTES)}")
         if int(spec.retries) < 0 or (spec.timeout_s is not None and float(spec.timeout_s) <= 0):
             raise ValueError(f"entry {n} ({spec.name}): retries must be >= 0 and timeout_s > 0")
+        if spec.max_tokens is not None and (not isinstance(spec.max_tokens, int) or spec.max_tokens < 16):
+            raise ValueError(f"entry {n} ({spec.name}): max_tokens must be a whole number of at least 16")
         specs.append(spec)
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
@@ -228,7 +231,7 @@ SETTINGS: dict[str, Setting] = {
         None,
         _providers,
         "LLM providers tried in order, each with its timeout and retries (a list of tables: name, kind = "
-        "openai | local | extractive, base_url, model, api_key_env, timeout_s, retries, structured, route); "
+        "openai | local | extractive, base_url, model, api_key_env, timeout_s, retries, structured, route, max_tokens); "
         "list kind = extractive last for answers that never fail; see docs/how-to/openai-endpoint.md",
     ),
     "llm_routing": Setting(

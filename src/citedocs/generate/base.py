@@ -21,6 +21,7 @@ class GenerationFault(RuntimeError):
         self.detail = detail
         self.status = status  # the HTTP status, when the endpoint answered one
         self.retry_after_s = retry_after_s  # what the endpoint's Retry-After header asked for
+        self.spent: dict | None = None  # the (estimated) usage of what a stream wrote before it failed
 
     @property
     def transient(self) -> bool:

@@ -291,12 +291,18 @@ def _provider_stream(provider: Provider, question: str, chunks, history) -> Gene
 
 
 def _failed(provider: Provider, fault: GenerationFault, started: float, mid_stream: bool = False) -> dict:
-    return {
+    """An attempt's record; one that failed after the provider began writing carries the tokens it
+    spent (``usage``: estimated when it died, as a dead stream sends no usage), which the answer's
+    accounting counts against that provider."""
+    attempt = {
         "provider": provider.name,
         "outcome": "died_mid_stream" if mid_stream else "failed",
         "detail": f"{fault.kind}: {fault.detail}",
         "ms": round((time.perf_counter() - started) * 1000, 1),
     }
+    if fault.spent:
+        attempt.update(model=getattr(provider.generator, "model", provider.spec.model), usage=fault.spent)
+    return attempt
 
 
 def endpoint_for(spec: ProviderSpec) -> EndpointConfig:
@@ -313,6 +319,7 @@ def endpoint_for(spec: ProviderSpec) -> EndpointConfig:
         timeout_s=float(spec.timeout_s or config.setting("llm_timeout")),
         structured=spec.structured,
         name=spec.name,
+        **({"max_tokens": spec.max_tokens} if spec.max_tokens else {}),
     )
 
 

@@ -214,8 +214,17 @@ class OpenAICompatibleGenerator:
         payload.update(stream=True, stream_options={"include_usage": True})
         structured = version != PROMPT_VERSION
         reader = StructuredReader()
+        received: list[str] = []
 
         def raw_deltas() -> Iterator[str]:
+            try:
+                yield from relayed()
+            except GenerationFault as fault:
+                if received:  # the provider failed part-way: the prompt and what it wrote were spent all the same
+                    fault.spent = self._estimated_usage(payload["messages"], "".join(received))
+                raise
+
+        def relayed() -> Iterator[str]:
             with self._faults_named(), self._client.stream("POST", "/chat/completions", json=payload) as response:
                 self._check_status(response)
                 if not response.headers.get("content-type", "").startswith("text/event-stream"):
@@ -240,6 +249,7 @@ class OpenAICompatibleGenerator:
                     usage.update(event_usage)
                     finished = finished or done
                     if text:
+                        received.append(text)
                         yield text
                 if not finished:  # the connection closed mid-answer: what came is not the whole answer
                     raise GenerationFault("interrupted", f"the stream from {self.config.base_url} ended before the answer did")
@@ -262,7 +272,9 @@ class OpenAICompatibleGenerator:
             try:
                 tail = reader.finish()
             except StructuredOutputError as exc:
-                raise GenerationFault("garbage", str(exc)) from exc
+                fault = GenerationFault("garbage", str(exc))  # e.g. cut short by max_tokens: written, and billed, all the same
+                fault.spent = dict(usage) if usage.get("completion_tokens") else self._estimated_usage(payload["messages"], reader.raw)
+                raise fault from exc
             if tail:
                 yield tail
 

@@ -1,4 +1,4 @@
-// The admin console: insights, traces, corpora, jobs, API keys and the audit log of one tenant.
+// The admin console: insights, LLM cost, traces, corpora, jobs, API keys and the audit log of one tenant.
 // The admin key is asked once and kept in sessionStorage (this tab only). Every piece of server text
 // goes through textContent; the charts are the server's SVG documents, parsed as XML (no script runs).
 
@@ -197,9 +197,53 @@ function openTrace(traceId) {
 
 async function loadCorpusChoices() {
   const body = await api.getJSON("/corpora");
-  for (const id of ["insights-corpus", "traces-corpus"]) {
+  for (const id of ["insights-corpus", "cost-corpus", "traces-corpus"]) {
     $(id).replaceChildren(el("option", { value: "" }, "every corpus"), ...body.corpora.map((c) => el("option", { value: c.name }, c.name)));
   }
+}
+
+// ------------------------------------------------------------------ LLM cost
+const USD = (value) => `US$${value.toFixed(value && value < 0.01 ? 6 : 2)}`;
+const COST_GROUPS = [
+  ["per_day", "Day"], ["per_corpus", "Corpus"], ["per_tenant", "Tenant"], ["per_provider", "Provider / model"], ["per_route", "Route"],
+];
+
+/** Tokens and cost of the LLM calls in range (the insights' ``llm_usage``, from each answer's trace). */
+async function loadCost() {
+  const since = $("cost-since").value;
+  const corpus = $("cost-corpus").value;
+  const query = `?gaps=false&since=${encodeURIComponent(since)}${corpus ? `&corpus=${encodeURIComponent(corpus)}` : ""}`;
+  status("cost", "Loading LLM cost…");
+  const report = await api.getJSON(`/admin/insights${query}`);
+  const spend = report.llm_usage;
+  const root = $("cost");
+  root.replaceChildren(
+    el("dl", { class: "totals" },
+      ...[
+        ["Answers that used an LLM", spend.answers],
+        ["Prompt tokens", spend.prompt_tokens.toLocaleString("en")],
+        ["Completion tokens", spend.completion_tokens.toLocaleString("en")],
+        ["Cost", USD(spend.cost_usd)],
+      ].map(([term, value]) => el("div", {}, el("dt", {}, term), el("dd", {}, String(value))))),
+  );
+  if (!spend.answers) {
+    root.append(el("p", { class: "muted" }, "No answer in this range used an LLM (the extractive backend costs nothing)."));
+  } else {
+    if (spend.estimated) {
+      root.append(el("p", { class: "notice" }, "Some counts are estimated: a provider reported no usage for them (or died mid-answer)."));
+    }
+    for (const [name, label] of COST_GROUPS) {
+      const rows = spend[name];
+      const counted = name === "per_provider" ? "Calls" : "Answers";
+      root.append(el("h2", {}, `By ${label.toLowerCase()}`),
+        table([label, counted, "Prompt tokens", "Completion tokens", "Cost"], rows.map((r) => [
+          name === "per_day" ? el("span", { class: "when" }, r.key) : r.key,
+          String(r.answers), r.prompt_tokens.toLocaleString("en"), r.completion_tokens.toLocaleString("en"),
+          USD(r.cost_usd) + (r.estimated ? " (some estimated)" : ""),
+        ]), `LLM cost by ${label.toLowerCase()}`));
+    }
+  }
+  status("cost", `LLM cost for ${report.range.since.slice(0, 10)} to ${report.range.until.slice(0, 10)}: priced by the llm_prices setting.`);
 }
 
 // ------------------------------------------------------------------ traces
@@ -455,7 +499,7 @@ async function loadAudit() {
 }
 
 // ------------------------------------------------------------------ tabs, sign-in
-const LOADERS = { insights: loadInsights, traces: loadTraces, corpora: loadCorpora, jobs: loadJobs, keys: loadKeys, audit: loadAudit };
+const LOADERS = { insights: loadInsights, cost: loadCost, traces: loadTraces, corpora: loadCorpora, jobs: loadJobs, keys: loadKeys, audit: loadAudit };
 
 function tabs() {
   return [...document.querySelectorAll('[role="tab"]')];
@@ -521,6 +565,10 @@ function start() {
   $("insights-form").addEventListener("submit", (event) => {
     event.preventDefault();
     guarded("insights", loadInsights);
+  });
+  $("cost-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    guarded("cost", loadCost);
   });
   $("key-form").addEventListener("submit", createKey);
   $("upload-form").addEventListener("submit", upload);
