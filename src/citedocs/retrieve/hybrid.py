@@ -20,7 +20,7 @@ RRF_K = 60  # the constant from Cormack et al.; it damps the weight of top ranks
 # multilingual-e5's cosine similarities lie in a narrow band (about 0.75 for a question about nothing in
 # the docs, 0.85 for a matching passage); scaled by this, their margin above a corpus's floor compares
 # with the one global refusal margin fitted on MaxSim (measured in docs/how-to/languages.md)
-DENSE_CONFIDENCE_SCALE = 2.0
+DENSE_CONFIDENCE_SCALE = 3.0
 # the share of the candidates in another language than the question's above which they count as a site's
 # translations in one corpus (not a page or two misread as another language)
 _OTHER_LANGUAGE_SHARE = 0.25
