@@ -116,3 +116,34 @@ def test_the_engine_runs_on_a_cpu_without_avx512():
     vector = np.array(emulated.stdout.split(), dtype=np.float32)
     native = encoders.dense_encoder("multilingual-e5").encode_query(["Боковая панель"])[0]
     assert vector.shape == native.shape and float(vector @ native) > 0.999
+
+
+def test_a_corpus_of_two_languages_prefers_pages_in_the_questions_language(tmp_path, monkeypatch):
+    """A site ingested whole (en/ and ru/ folders in one corpus): each chunk keeps its page's language,
+    and the question's language is one more vote, so each question is answered from its own translation."""
+    monkeypatch.delenv("CITEDOCS_DENSE_MODEL", raising=False)
+    monkeypatch.setenv("CITEDOCS_QUESTION_LANGUAGES", "ru")
+    services = open_services(None, "sqlite", tmp_path, "mixed")
+    site = tmp_path / "site"
+    _pages(EN_DOCS, site / "en"), _pages(RU_DOCS, site / "ru")
+    services.ingest(site, "site", "https://vitepress.dev/")
+    assert {c.doc_path.split("/")[0]: c.language for c, _ in services.store.export_chunks("site")} == {"en": "en", "ru": "ru"}
+    for question, language in (
+        ("Как сгенерировать карту сайта sitemap.xml при сборке?", "ru"),
+        ("How do I generate a sitemap.xml when the site is built?", "en"),
+    ):
+        result = services.retriever.retrieve("site", question, 8, RetrievalConfig())
+        top = result.hits[0].chunk
+        assert top.doc_path == f"{language}/guide/sitemap-generation.md" and top.language == language
+        assert [h.chunk.language for h in result.hits[:3]] == [language] * 3
+    services.store.close()
+
+
+def test_a_question_language_that_is_not_a_language_code_is_refused_with_what_to_write(monkeypatch):
+    from citedocs import config
+
+    monkeypatch.setenv("CITEDOCS_QUESTION_LANGUAGES", "Russian, zh")
+    with pytest.raises(config.ConfigError, match="not a language code: russian; write ISO 639-1 codes such as 'ru,zh'"):
+        config.setting("question_languages")
+    monkeypatch.setenv("CITEDOCS_QUESTION_LANGUAGES", " ZH,ru ")
+    assert config.setting("question_languages") == "ru,zh"
