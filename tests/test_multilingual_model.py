@@ -147,3 +147,20 @@ def test_a_question_language_that_is_not_a_language_code_is_refused_with_what_to
         config.setting("question_languages")
     monkeypatch.setenv("CITEDOCS_QUESTION_LANGUAGES", " ZH,ru ")
     assert config.setting("question_languages") == "ru,zh"
+
+
+def test_a_russian_question_over_english_docs_is_answered_with_english_quotes_and_an_off_topic_one_refused(tmp_path, monkeypatch):
+    from citedocs.contract import AskRequest
+    from citedocs.language import detect_language
+
+    monkeypatch.delenv("CITEDOCS_DENSE_MODEL", raising=False)
+    monkeypatch.setenv("CITEDOCS_QUESTION_LANGUAGES", "ru")
+    services = open_services(None, "sqlite", tmp_path, "cross", backend="extractive")
+    services.ingest(_pages(EN_DOCS, tmp_path / "en"), "docs", "https://vitepress.dev/")
+    answer = services.ask(AskRequest(question="Как сгенерировать файл sitemap.xml при сборке сайта?", corpus="docs"))
+    assert not answer.refused, answer.refusal_reason
+    assert answer.citations and all("/guide/sitemap-generation" in c.url for c in answer.citations)
+    assert detect_language(answer.answer) == "en"  # the docs' words, quoted as they are
+    off_topic = services.ask(AskRequest(question="Сколько стоит билет на поезд из Москвы в Казань?", corpus="docs"))
+    assert off_topic.refused and off_topic.refusal_reason.startswith("low_retrieval_confidence")
+    services.store.close()
