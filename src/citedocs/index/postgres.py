@@ -116,6 +116,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     embedding VECTOR NOT NULL,
     n_tokens INTEGER,
     token_vectors BYTEA,
+    language TEXT NOT NULL DEFAULT '',
     UNIQUE (corpus, id)
 );
 CREATE TABLE IF NOT EXISTS postings (
@@ -165,6 +166,7 @@ ALTER TABLE traces ADD COLUMN IF NOT EXISTS refused BOOLEAN;
 ALTER TABLE traces ADD COLUMN IF NOT EXISTS reason TEXT;
 ALTER TABLE traces ADD COLUMN IF NOT EXISTS latency_ms DOUBLE PRECISION;
 ALTER TABLE traces ADD COLUMN IF NOT EXISTS question_vector BYTEA;
+ALTER TABLE chunks ADD COLUMN IF NOT EXISTS language TEXT NOT NULL DEFAULT '';
 CREATE INDEX IF NOT EXISTS traces_unsummarised ON traces (trace_id) WHERE refused IS NULL;
 CREATE INDEX IF NOT EXISTS feedback_trace ON feedback (trace_id);
 """
@@ -195,7 +197,7 @@ _FORGET_BUCKETS_EVERY = 1000  # takes between deletions of buckets idle long eno
 
 _EF_SEARCH_FLOOR = 100  # HNSW candidate list; raised to 2x the requested rows when that is larger
 
-_CHUNK_COLUMNS = "id, doc_path, title, heading_path, anchor, anchor_path, url, text, token_count"
+_CHUNK_COLUMNS = "id, doc_path, title, heading_path, anchor, anchor_path, url, text, token_count, language"
 
 _stemmers = threading.local()  # a snowballstemmer stemmer keeps its state while it stems: one per thread
 _TOKEN = re.compile(r"\w+")  # FTS5 unicode61 with '_' as a token character
@@ -240,6 +242,7 @@ def _row_to_chunk(row: dict) -> Chunk:
         url=row["url"],
         text=row["text"],
         token_count=row["token_count"],
+        language=row["language"],
     )
 
 
@@ -409,8 +412,8 @@ class PostgresStore:
         terms = {chunk.id: chunk_terms(chunk) for chunk, _ in batch}
         cursor.executemany(
             "INSERT INTO chunks (corpus, id, doc_path, title, heading_path, anchor, anchor_path, url, text,"
-            " token_count, content_hash, term_count, embedding, n_tokens, token_vectors)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            " token_count, content_hash, term_count, embedding, n_tokens, token_vectors, language)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             [cls._chunk_row(corpus, chunk, vectors, terms[chunk.id][1]) for chunk, vectors in batch],
         )
         cursor.execute("SELECT rid, id FROM chunks WHERE corpus = %s AND id = ANY(%s)", (corpus, list(terms)))
@@ -439,6 +442,7 @@ class PostgresStore:
             np.asarray(vectors.sentence, dtype=np.float32),
             None if tokens is None else tokens.rows,
             None if tokens is None else tokens.data,
+            chunk.language,
         )
 
     @classmethod

@@ -96,6 +96,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     token_count INTEGER NOT NULL,
     content_hash TEXT NOT NULL,
     embedding BLOB NOT NULL,
+    language TEXT NOT NULL DEFAULT '',
     UNIQUE (corpus, id)
 );
 CREATE TABLE IF NOT EXISTS chunk_tokens (
@@ -130,6 +131,7 @@ _ADDED_COLUMNS = (
     ("traces", "reason", "TEXT"),
     ("traces", "latency_ms", "REAL"),
     ("traces", "question_vector", "BLOB"),
+    ("chunks", "language", "TEXT NOT NULL DEFAULT ''"),  # its page's language ('' = written before it was kept)
 )
 
 _FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5(
@@ -141,7 +143,7 @@ _LEGACY_FTS = "chunks_fts"  # one table for every corpus, with a ``corpus`` colu
 def fts_table(corpus: str) -> str:
     """The name of the corpus's FTS5 table (a hash, so any corpus name makes a safe identifier)."""
     return "fts_" + hashlib.sha256(corpus.encode("utf-8")).hexdigest()[:24]
-_CHUNK_COLUMNS = "id, doc_path, title, heading_path, anchor, anchor_path, url, text, token_count"
+_CHUNK_COLUMNS = "id, doc_path, title, heading_path, anchor, anchor_path, url, text, token_count, language"
 
 
 def _row_to_chunk(row: sqlite3.Row) -> Chunk:
@@ -155,6 +157,7 @@ def _row_to_chunk(row: sqlite3.Row) -> Chunk:
         url=row["url"],
         text=row["text"],
         token_count=row["token_count"],
+        language=row["language"],
     )
 
 
@@ -305,7 +308,7 @@ class SQLiteStore:
     def _insert_chunk(self, corpus: str, chunk: Chunk, vectors: ChunkVectors) -> None:
         cursor = self._db.execute(
             "INSERT INTO chunks (corpus, id, doc_path, title, heading_path, anchor, anchor_path, url, text,"
-            " token_count, content_hash, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " token_count, content_hash, embedding, language) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 corpus,
                 chunk.id,
@@ -319,6 +322,7 @@ class SQLiteStore:
                 chunk.token_count,
                 chunk.hash,
                 np.asarray(vectors.sentence, dtype=np.float32).tobytes(),
+                chunk.language,
             ),
         )
         if vectors.tokens is not None:

@@ -62,6 +62,29 @@ def page_language(page: ParsedPage, text: str) -> tuple[str, str]:
     return detect_language(text[:_SAMPLE_CHARS]), "text"
 
 
+_DECLARED = re.compile(r"\A---\r?\n(?:.*?\n)??(?:lang|language|locale):[ \t]*[\"']?([A-Za-z_-]+)", re.S)
+_HTML_LANG = re.compile(r"<html\b[^>]*?\blang=[\"']?([A-Za-z_-]+)", re.I)
+_SAMPLE_FILES = 24  # files read to tell a corpus's language before its pages are parsed
+
+
+def file_language(doc_path: str, text: str) -> str:
+    """``page_language`` from a file's raw text, before it is parsed: its frontmatter's declared
+    language, its folder, else its text (markup and all, which the identifier reads past)."""
+    declared = _DECLARED.match(text) or _HTML_LANG.search(text[:_SAMPLE_CHARS])
+    tag = language_tag(declared.group(1)) if declared else None
+    return tag or _folder_language(doc_path) or detect_language(text[:_SAMPLE_CHARS])
+
+
+def corpus_language(files: list[tuple[str, str]]) -> str:
+    """The language most of ``files`` (path, text) are written in, from up to 24 of them spread evenly
+    over the sorted list: what ingest chooses the dense model by (``dense_model = auto``)."""
+    if not files:
+        return "en"
+    step = max(1, len(files) // _SAMPLE_FILES)
+    counts = Counter(file_language(path, text) for path, text in sorted(files)[::step][:_SAMPLE_FILES])
+    return counts.most_common(1)[0][0]
+
+
 def language_notes(languages: Counter[str]) -> list[str]:
     """What the ingest report says about the corpus's languages."""
     notes = []

@@ -14,6 +14,7 @@ from pathlib import Path
 from .. import config
 from ..config import DEFAULT_TENANT
 from ..models.encoders import LATE_INTERACTION_TOKENS, BiEncoder, ModelMissing, dense_encoder, dense_mark
+from ..language import pages_mark, pipeline_language
 from ..index.store import ChunkVectors, CorpusInfo, DocumentRecord, IngestChanges, Store, pause_mid_embed_if_asked
 from ..types import Chunk, ChunkId, content_hash
 from .admission import AdmissionDecision, AdmissionPolicy
@@ -21,7 +22,7 @@ from .boundary import OutsideRoot, inside, walk_docs
 from .chunker import CHUNKER_VERSION, chunk_document
 from .document import DocumentError
 from . import inventory
-from .page_language import language_notes, page_language
+from .page_language import corpus_language, language_notes, page_language
 from .planted import FlaggedSentence
 from .readers import Reader
 from .readers.mdx import MDX
@@ -203,26 +204,7 @@ def ingest_corpus(
     files, outside = _walk(source_dir, reader)
     screen = inventory.screen_for(corpus, base_url, policy)  # with what an admin approved in the inventory
     token_format = config.setting("token_format")
-    dense_model = config.setting("dense_model")
-    try:
-        dense = dense_encoder(dense_model)
-    except ModelMissing as exc:
-        raise IngestError(f"{exc}, or set CITEDOCS_DENSE_MODEL=minilm. Nothing was changed.") from None
-    pipeline = (
-        f"{reader.name}-{reader.version}+chunker-{CHUNKER_VERSION}+{encoder.name}+tokens{LATE_INTERACTION_TOKENS}-{token_format}"
-        f"+screen-{screen.fingerprint()}{dense_mark(dense_model)}"
-    )
-    previous = store.get_corpus(corpus)
-    rebuild = previous is None or previous.pipeline != pipeline or previous.base_url != base_url
-    # only the screen changed (a host approved): every file is read again, unchanged chunks keep their vectors
-    reparse = rebuild and previous is not None and previous.base_url == base_url and _unscreened(previous.pipeline) == _unscreened(pipeline)
-    rebuild = rebuild and not reparse
-    old_docs = {} if rebuild or reparse else store.documents(corpus)
-    old_hashes = {} if rebuild else store.chunk_hashes(corpus)
-
-    report = IngestReport(
-        corpus=corpus, files_seen=len(files) + len(outside), policy=str(policy.source or "default"), dense_model=dense_model
-    )
+    report = IngestReport(corpus=corpus, files_seen=len(files) + len(outside), policy=str(policy.source or "default"))
     report.admission.extend(AdmissionDecision(o.link, False, o.reason) for o in outside)
     new_docs: dict[str, DocumentRecord] = {}
     fresh_chunks: dict[ChunkId, Chunk] = {}
@@ -243,6 +225,23 @@ def ingest_corpus(
         if not decision.admitted:  # not in new_docs: its chunks are removed in the same transaction
             continue
         entries.append((path, path.relative_to(source_dir).as_posix(), data, hashlib.sha256(data).hexdigest()[:16]))
+    previous = store.get_corpus(corpus)
+    language, dense_model = _language_and_dense_model(store, corpus, previous, entries)
+    report.dense_model = dense_model
+    try:
+        dense = dense_encoder(dense_model)
+    except ModelMissing as exc:
+        raise IngestError(f"{exc}, or set CITEDOCS_DENSE_MODEL=minilm. Nothing was changed.") from None
+    pipeline = (
+        f"{reader.name}-{reader.version}+chunker-{CHUNKER_VERSION}+{encoder.name}+tokens{LATE_INTERACTION_TOKENS}-{token_format}"
+        f"+screen-{screen.fingerprint()}{dense_mark(dense_model)}{pages_mark(language)}"
+    )
+    rebuild = previous is None or previous.pipeline != pipeline or previous.base_url != base_url
+    # only the screen changed (a host approved): every file is read again, unchanged chunks keep their vectors
+    reparse = rebuild and previous is not None and previous.base_url == base_url and _unscreened(previous.pipeline) == _unscreened(pipeline)
+    rebuild = rebuild and not reparse
+    old_docs = {} if rebuild or reparse else store.documents(corpus)
+    old_hashes = {} if rebuild else store.chunk_hashes(corpus)
     # ids held by unchanged files: a new or edited file that maps to the same page must not take them
     commit = inventory.git_commit(source_dir)
     fresh_entries: list[inventory.Entry] = []
@@ -274,7 +273,9 @@ def ingest_corpus(
             else:
                 report.files_parsed += 1
                 if parsed.chunks:
-                    report.languages[page_language(parsed.page, "\n".join(c.text for c in parsed.chunks))[0]] += 1
+                    page_lang = page_language(parsed.page, "\n".join(c.text for c in parsed.chunks))[0]
+                    report.languages[page_lang] += 1
+                    parsed = replace(parsed, chunks=[replace(c, language=page_lang) for c in parsed.chunks])
                 report.notes.extend(f"{rel}: {note}" for note in parsed.page.notes)
                 report.flagged.extend(parsed.withheld)
                 fresh_entries.extend(replace(e, commit=commit) for e in parsed.inventory)
@@ -329,6 +330,27 @@ def ingest_corpus(
     report.removed_ids = sorted(set(changes.delete_chunk_ids) - hashes.keys())
     report.seconds = (datetime.now(timezone.utc) - started).total_seconds()
     return report
+
+
+def _language_and_dense_model(
+    store: Store, corpus: str, previous: CorpusInfo | None, entries: list[tuple[Path, str, bytes, str]]
+) -> tuple[str, str]:
+    """The corpus's main language and its dense model (setting ``dense_model``; ``auto``: multilingual-e5
+    where the pages are mostly not English, or users ask in a language other than theirs (setting
+    ``question_languages``), else MiniLM). Files unchanged since the last ingest keep the language it
+    recorded, so a sync that finds nothing changed reads no text and loads no language identifier."""
+    unchanged = previous is not None and {rel: h for _, rel, _, h in entries} == {
+        rel: d.file_hash for rel, d in store.documents(corpus).items()
+    }
+    if unchanged:
+        language = pipeline_language(previous.pipeline)
+    else:
+        language = corpus_language([(rel, data.decode("utf-8", errors="replace")) for _, rel, data, _ in entries])
+    choice = config.setting("dense_model")
+    if choice != "auto":
+        return language, choice
+    asked = set(filter(None, config.setting("question_languages").split(","))) | {language}
+    return language, "minilm" if asked == {"en"} else "multilingual-e5"
 
 
 def _unscreened(pipeline: str) -> str:

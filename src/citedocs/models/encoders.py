@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import config, threads
-from . import mpnet, onnx_graph
+from . import mpnet, multilingual, onnx_graph
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -63,6 +63,10 @@ class BiEncoder:
 
     def encode(self, texts: list[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
         raise NotImplementedError
+
+    def encode_query(self, texts: list[str]) -> np.ndarray:
+        """Questions, for a model that embeds them otherwise than passages (e5's ``query: ``)."""
+        return self.encode(texts)
 
     def encode_with_tokens(self, texts: list[str], max_tokens: int, batch_size: int = 16) -> list[tuple[np.ndarray, np.ndarray]]:
         """One forward pass per text: its sentence embedding (exactly what ``encode`` gives) and the
@@ -245,13 +249,16 @@ def query_encoder(pipeline: str, own: BiEncoder) -> BiEncoder:
 
 
 # setting dense_model -> the model whose sentence vectors the dense stage searches (None: the bi-encoder's own)
-DENSE_MODELS = {"minilm": None, "mpnet": "all-mpnet-base-v2"}
+DENSE_MODELS = {"minilm": None, "mpnet": "all-mpnet-base-v2", "multilingual-e5": multilingual.MARK}
 
 
 def dense_encoder(choice: str) -> BiEncoder | None:
     """The model whose sentence vectors the dense stage searches, or None for the bi-encoder itself
     (which always gives the reranker's token vectors and the extractive backend's sentence scores).
-    As the dense vote, all-mpnet-base-v2 retrieves better than MiniLM (docs/decisions/2026-11-27-dense-model.md); it is optional because it is 438 MB and embeds ~3x slower."""
+    As the dense vote, all-mpnet-base-v2 retrieves better than MiniLM (docs/decisions/2026-11-27-dense-model.md); it is optional because it is 438 MB and embeds ~3x slower.
+    multilingual-e5-small reads about a hundred languages (docs/how-to/languages.md)."""
+    if choice == "multilingual-e5":
+        return _multilingual()
     return None if DENSE_MODELS[choice] is None else _mpnet()
 
 
@@ -263,6 +270,33 @@ def _mpnet() -> BiEncoder:
         raise ModelMissing(str(exc)) from None
     # ONNX Runtime, fp32 (torch's vectors; its idle threads do not spin on the cores a busy machine needs)
     return OnnxBiEncoder("fp32", path, mpnet.MODEL_NAME)
+
+
+class MultilingualBiEncoder(BiEncoder):
+    """multilingual-e5-small (``multilingual.py``) as a dense model: sentence vectors only."""
+
+    def __init__(self) -> None:
+        try:
+            self._model = multilingual.MultilingualE5(threads.plan().torch)
+        except multilingual.MultilingualMissing as exc:
+            raise ModelMissing(str(exc)) from None
+        self.name = self._model.name
+        self.languages = self._model.languages
+
+    @property
+    def dimension(self) -> int:
+        return multilingual.DIMENSION
+
+    def encode(self, texts: list[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
+        return self._model.encode(texts)
+
+    def encode_query(self, texts: list[str]) -> np.ndarray:
+        return self._model.encode_query(texts)
+
+
+@lru_cache(maxsize=1)
+def _multilingual() -> BiEncoder:
+    return MultilingualBiEncoder()
 
 
 def dense_mark(choice: str) -> str:

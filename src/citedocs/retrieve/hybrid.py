@@ -17,6 +17,13 @@ from ..text import content_terms, query_terms
 from ..types import Chunk, ChunkId, SearchHit, StageScores
 
 RRF_K = 60  # the constant from Cormack et al.; it damps the weight of top ranks
+# multilingual-e5's cosine similarities lie in a narrow band (about 0.75 for a question about nothing in
+# the docs, 0.85 for a matching passage); scaled by this, their margin above a corpus's floor compares
+# with the one global refusal margin fitted on MaxSim (measured in docs/how-to/languages.md)
+DENSE_CONFIDENCE_SCALE = 3.0
+# the share of the candidates in another language than the question's above which they count as a site's
+# translations in one corpus (not a page or two misread as another language)
+_OTHER_LANGUAGE_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -48,8 +55,9 @@ class RetrievalResult:
     hits: list[SearchHit]
     confidence: float  # best rerank (MaxSim) similarity; what the refusal threshold is calibrated on
     stage_ms: dict[str, float] = field(default_factory=dict)
-    # "maxsim"; "terms" where the reranker cannot read the question's language: the largest share of
-    # the question's content terms that one candidate holds (a floor is compared on the same kind)
+    # "maxsim"; where the reranker cannot read the question's or the passages' language, "dense" (the
+    # multilingual dense model's best similarity, scaled) where that model reads them, else "terms": the
+    # largest share of the question's content terms that one candidate holds (a floor is compared on the same kind)
     confidence_kind: str = "maxsim"
 
 
@@ -59,6 +67,12 @@ def term_coverage(query: str, chunks: list[Chunk]) -> float:
     if not wanted:
         return 0.0
     return max((len(wanted & content_terms(f"{c.title} {' '.join(c.heading_path)} {c.text}")) / len(wanted) for c in chunks), default=0.0)
+
+
+def _mixed(chunks: list[Chunk], language: str) -> bool:
+    """Whether the candidates are pages in the question's language beside a site's pages in another."""
+    other = sum(1 for c in chunks if c.language and c.language != language)
+    return any(c.language == language for c in chunks) and other >= _OTHER_LANGUAGE_SHARE * len(chunks)
 
 
 def reciprocal_rank_fusion(rankings: list[list[ChunkId]], k: int = RRF_K) -> dict[ChunkId, float]:
@@ -76,6 +90,7 @@ class CorpusModels:
 
     query: BiEncoder  # the bi-encoder runtime of its MiniLM vectors (the reranker's tokens; dense too when ``dense`` is None)
     dense: BiEncoder | None = None  # the model of its dense vectors, when another than ``query``
+    language: str = "en"  # the language most of its pages are written in (ingest records it)
 
 
 class HybridRetriever:
@@ -128,11 +143,11 @@ class HybridRetriever:
 
         reranking = config.rerank and self.reranker is not None
         models = self.corpus_models(corpus)  # one lookup of the corpus's pipeline a query
-        # a model votes on the order only in a language it reads (MiniLM: English); elsewhere its
-        # scores are kept for the trace and the refusal margin, and BM25's terms decide the order
+        # a model votes on the order only in a language it reads (MiniLM: English; multilingual-e5:
+        # about a hundred); elsewhere its scores are kept for the trace, and BM25's terms decide the order
         language = detect_language(query)
-        dense_reads = language in (models.dense or models.query).languages
-        rerank_reads = language in models.query.languages
+        dense_model = models.dense or models.query
+        dense_reads = language in dense_model.languages
         encoding = None
         if config.mode in ("dense", "hybrid") or reranking:
             encoding = timed("encode", self._encode, query, models.query)
@@ -142,8 +157,9 @@ class HybridRetriever:
             for rank, (cid, score) in enumerate(lexical, start=1):
                 stages.setdefault(cid, {}).update(bm25_rank=rank, bm25_score=score)
             rankings.append([cid for cid, _ in lexical])
+        semantic: list[tuple[ChunkId, float]] = []
         if config.mode in ("dense", "hybrid"):
-            vector = encoding.vector if models.dense is None else timed("encode_dense", models.dense.encode, [query])[0]
+            vector = encoding.vector if models.dense is None else timed("encode_dense", models.dense.encode_query, [query])[0]
             semantic = timed("dense", self.dense, corpus, vector, config.candidates)
             for rank, (cid, score) in enumerate(semantic, start=1):
                 stages.setdefault(cid, {}).update(dense_rank=rank, dense_score=score)
@@ -151,9 +167,7 @@ class HybridRetriever:
                 rankings.append([cid for cid, _ in semantic])
 
         if expansion and config.mode == "hybrid":
-            rankings += timed(
-                "expansion", self._expansion_rankings, corpus, expansion, config.candidates, models.dense or models.query
-            )
+            rankings += timed("expansion", self._expansion_rankings, corpus, expansion, config.candidates, dense_model)
 
         fused = timed("fuse", reciprocal_rank_fusion, rankings)
         ordered = sorted(fused, key=lambda cid: -fused[cid])
@@ -162,8 +176,17 @@ class HybridRetriever:
 
         depth = max(config.rerank_depth, k) if reranking else k
         chunks = self.store.get_chunks(corpus, ordered[:depth])
+        if _mixed(chunks, language):
+            # pages in several languages: those in the question's are one more vote (docs/how-to/languages.md)
+            rankings.append([c.id for c in chunks if c.language == language])
+            fused = reciprocal_rank_fusion(rankings)
         final_scores = [fused[c.id] for c in chunks]
         confidence = final_scores[0] if final_scores else 0.0
+        # MiniLM's MaxSim is the reranker's vote and the confidence only where it reads the question and the pages
+        rerank_reads = language in models.query.languages and models.language in models.query.languages
+        # else multilingual-e5's similarity, where it reads both; else the share of the question's terms
+        dense_confidence = not rerank_reads and models.dense is not None and dense_reads and models.language in dense_model.languages
+        kind = "maxsim"
         if reranking and chunks:
             rerank_scores = timed("rerank", self.reranker.score, encoding, chunks, corpus)
             for chunk, score in zip(chunks, rerank_scores):
@@ -173,8 +196,12 @@ class HybridRetriever:
             reranked = [c.id for _, c in sorted(zip(rerank_scores, chunks), key=lambda pair: -pair[0])]
             final = reciprocal_rank_fusion([*rankings, reranked] if rerank_reads else rankings)
             final_scores = [final[c.id] for c in chunks]
-            confidence = max(rerank_scores) if rerank_reads else term_coverage(query, chunks)
+            if rerank_reads:
+                confidence = max(rerank_scores)
+            elif dense_confidence and semantic:
+                confidence, kind = DENSE_CONFIDENCE_SCALE * float(semantic[0][1]), "dense"
+            else:
+                confidence, kind = term_coverage(query, chunks), "terms"
         ranked = sorted(zip(chunks, final_scores), key=lambda pair: -pair[1])[:k]
         hits = [SearchHit(chunk=c, score=float(s), stages=StageScores(**stages[c.id])) for c, s in ranked]
-        kind = "maxsim" if rerank_reads or not (reranking and chunks) else "terms"
         return RetrievalResult(query=query, hits=hits, confidence=float(confidence), stage_ms=timings, confidence_kind=kind)

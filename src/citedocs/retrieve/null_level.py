@@ -18,7 +18,10 @@ confidence is of the same kind: off-topic Russian questions match Russian docs f
 off-topic English ones do, so an English-only floor answers them. Where the reranker cannot read a
 language, confidence is the share of the question's terms one candidate holds
 (``hybrid.term_coverage``), and its floor is measured the same way. The floor is the higher of the
-two; an English question over English docs is measured exactly as before.
+two, except where the confidence is a multilingual model's similarity ("dense") and the probes are in
+the question's own language: those cross the same language gap as the question, while same-language
+pairs score higher, so an English question over Russian docs is measured by the English probes alone.
+An English question over English docs is measured exactly as before.
 """
 
 from __future__ import annotations
@@ -60,7 +63,11 @@ class NullLevels:
         own = self._corpus_language(corpus, version)
         if own in NULL_PROBES and own != asked:
             level = self._level(corpus, version, own)
-            if self._kinds[(corpus, version, own)] == self._kinds[(corpus, version, asked)]:
+            kind = self._kinds[(corpus, version, asked)]
+            # a multilingual model's probes in the question's own language cross the same language gap as
+            # the question (same-language pairs score higher): the corpus-language floor would refuse it
+            across = kind == "dense" and asked == question_language
+            if self._kinds[(corpus, version, own)] == kind and not across:
                 levels.append(level)
         return max(levels)
 
