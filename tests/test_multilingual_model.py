@@ -164,3 +164,24 @@ def test_a_russian_question_over_english_docs_is_answered_with_english_quotes_an
     off_topic = services.ask(AskRequest(question="Сколько стоит билет на поезд из Москвы в Казань?", corpus="docs"))
     assert off_topic.refused and off_topic.refusal_reason.startswith("low_retrieval_confidence")
     services.store.close()
+
+
+def test_a_question_no_model_of_the_corpus_reads_is_refused_in_its_language_not_answered_from_identifiers(tmp_path, monkeypatch):
+    """An English corpus embedded with MiniLM alone (no question languages declared) reads no Russian:
+    a Russian question would be tied to a passage by the identifiers it shares with it, which is how an
+    off-topic one got a confident answer. It is refused, in Russian, with what to do."""
+    from citedocs.contract import AskRequest
+
+    monkeypatch.delenv("CITEDOCS_DENSE_MODEL", raising=False)
+    monkeypatch.delenv("CITEDOCS_QUESTION_LANGUAGES", raising=False)
+    services = open_services(None, "sqlite", tmp_path, "en-only", backend="extractive")
+    services.ingest(_pages(EN_DOCS, tmp_path / "en"), "docs", "https://vitepress.dev/")
+    off_topic = services.ask(AskRequest(question="Как настроить автовакуум для таблицы frontmatter с частой записью?", corpus="docs"))
+    assert off_topic.refused and off_topic.refusal_reason.startswith("question_language_not_read"), off_topic.refusal_reason
+    assert off_topic.language == "ru" and "русский" in off_topic.answer and "английский" in off_topic.answer
+    retrieved = services.retriever.retrieve("docs", "Как сгенерировать sitemap.xml?", 3, RetrievalConfig())
+    assert retrieved.unread_language == ("ru", "en")
+    # the same corpus still answers English questions as before
+    answered = services.ask(AskRequest(question="How do I generate a sitemap.xml when the site is built?", corpus="docs"))
+    assert not answered.refused, answered.refusal_reason
+    services.store.close()

@@ -18,7 +18,7 @@ from .generate.grader import LlmGrader
 from .generate.routing import choose_route
 from .privacy import redact_trace
 from .index.store import CorpusInfo, Store, StoreFull
-from .i18n import Message, N_, choose_language
+from .i18n import LanguageName, Message, N_, choose_language
 from .language import detect_language
 from .retrieve.expand import PROMPT_VERSION as EXPANSION_PROMPT
 from .retrieve.expand import HypotheticalPassage
@@ -108,6 +108,7 @@ class _Answer:
         self.language = choose_language(request.language, question_language)  # what citedocs says is in this
         self.scores: dict[str, float] = {}  # chunk id -> the similarity users see
         self.confidence = 0.0  # best reranker similarity among the retrieved
+        self.unread_language: tuple[str, str] | None = None  # (question, docs) where no model reads both
         self.trace.payload.update(
             trace_id=self.trace_id,
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -350,6 +351,7 @@ class AskPipeline:
             h.chunk.id: h.stages.rerank_score if h.stages.rerank_score is not None else h.score for h in result.hits
         }
         run.confidence = result.confidence if result.hits else 0.0
+        run.unread_language = result.unread_language
         return result.hits
 
     def _gate(self, run: _Answer, hits: list[SearchHit]) -> AskEvent | None:
@@ -358,6 +360,17 @@ class AskPipeline:
             "null_level", self.null_levels.level, run.corpus.name, run.corpus.version, run.trace.payload["question_language"]
         )
         run.trace.payload["retrieval_floor"] = floor
+        if run.unread_language is not None:  # fail safe: only shared identifiers would tie it to a passage
+            asked, docs = run.unread_language
+            return run.refuse(
+                RefusalReason.question_language_not_read,
+                Message(
+                    "this corpus is not set up for questions in this language (the question's: {asked}; the docs': "
+                    "{docs}). Ask in the docs' language, or ask the docs team to add yours to its question languages.",
+                    docs=LanguageName(docs),
+                    asked=LanguageName(asked),
+                ),
+            )
         if run.confidence - floor < self.thresholds.min_retrieval_margin:
             return run.refuse(
                 RefusalReason.low_retrieval_confidence,

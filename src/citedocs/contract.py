@@ -21,6 +21,7 @@ class RefusalReason(str, Enum):
     backend_error = "backend_error"
     no_relevant_passage = "no_relevant_passage"
     awaiting_review = "awaiting_review"  # the passage the question needs is withheld until the docs team approves it
+    question_language_not_read = "question_language_not_read"  # no model of the corpus reads the question's language and the docs'
 
 
 class HistoryTurn(BaseModel):

@@ -17,7 +17,7 @@ import functools
 import gettext
 from pathlib import Path
 
-from babel.core import UnknownLocaleError, negotiate_locale
+from babel.core import Locale, UnknownLocaleError, negotiate_locale
 
 DOMAIN = "citedocs"
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
@@ -37,9 +37,24 @@ def N_(msgid: str) -> str:
     return msgid
 
 
+class LanguageName(str):
+    """A language code said as its name in the user's language ("ru" is "Russian", "русский")."""
+
+    def named_in(self, language: str) -> str:
+        try:
+            return Locale.parse(str(self).replace("-", "_")).get_display_name(language) or str(self)
+        except (UnknownLocaleError, ValueError):
+            return str(self)
+
+    def __format__(self, spec: str) -> str:
+        return format(self.named_in(SOURCE_LANGUAGE), spec)
+
+
 def translate(language: str, msgid: str, **params: object) -> str:
     """``msgid`` in ``language`` (a code from LANGUAGES), its ``{name}`` placeholders filled."""
-    text = _catalog(language if language in LANGUAGES else SOURCE_LANGUAGE).gettext(msgid)
+    language = language if language in LANGUAGES else SOURCE_LANGUAGE
+    text = _catalog(language).gettext(msgid)
+    params = {k: v.named_in(language) if isinstance(v, LanguageName) else v for k, v in params.items()}
     return text.format(**params) if params else text
 
 

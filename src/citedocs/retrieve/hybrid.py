@@ -59,6 +59,9 @@ class RetrievalResult:
     # multilingual dense model's best similarity, scaled) where that model reads them, else "terms": the
     # largest share of the question's content terms that one candidate holds (a floor is compared on the same kind)
     confidence_kind: str = "maxsim"
+    # the question's language and the pages', where no model of the corpus reads both and they differ:
+    # then nothing but shared identifiers ties the question to a passage, and it must not be answered
+    unread_language: tuple[str, str] | None = None
 
 
 def term_coverage(query: str, chunks: list[Chunk]) -> float:
@@ -204,4 +207,8 @@ class HybridRetriever:
                 confidence, kind = term_coverage(query, chunks), "terms"
         ranked = sorted(zip(chunks, final_scores), key=lambda pair: -pair[1])[:k]
         hits = [SearchHit(chunk=c, score=float(s), stages=StageScores(**stages[c.id])) for c, s in ranked]
-        return RetrievalResult(query=query, hits=hits, confidence=float(confidence), stage_ms=timings, confidence_kind=kind)
+        read = rerank_reads or dense_confidence or language == models.language
+        return RetrievalResult(
+            query=query, hits=hits, confidence=float(confidence), stage_ms=timings, confidence_kind=kind,
+            unread_language=None if read else (language, models.language),
+        )
