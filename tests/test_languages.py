@@ -152,7 +152,7 @@ def test_a_russian_question_is_refused_in_russian(client):
     assert body["refused"] is True and body["language"] == "ru"
     assert body["answer"].startswith("Я не могу ответить на это по документации astro: "), body["answer"]
     code, _, detail = body["refusal_reason"].partition(": ")
-    assert code in {"low_retrieval_confidence", "question_terms_not_in_docs", "terms_not_in_passages"}
+    assert code == "question_language_not_read"  # the Astro corpus is embedded for English questions alone
     assert detail.isascii()  # the reason stays English for operators and the insights
     trace = client.get(f"/traces/{body['trace_id']}").json()
     assert trace["question_language"] == "ru" and trace["language"] == "ru"
