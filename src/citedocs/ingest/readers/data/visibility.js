@@ -73,12 +73,13 @@
     // why an element's box shows nothing of its content, by what the browser computed
     if (el.closest("noscript")) return "<noscript>";
     if (el.checkVisibility({ visibilityProperty: true, contentVisibilityAuto: false })) return null;
+    let outermost = "visibility:hidden";
     for (let a = el; a; a = a.parentElement) {
       const s = cs(a);
-      if (s.display === "none") return a.hasAttribute("hidden") ? "hidden attribute" : "display:none";
-      if (s.contentVisibility === "hidden" && a !== el) return "content-visibility:hidden";
+      if (s.display === "none") outermost = a.hasAttribute("hidden") ? "hidden attribute" : "display:none";
+      else if (s.contentVisibility === "hidden" && a !== el) outermost = "content-visibility:hidden";
     }
-    return "visibility:hidden";
+    return outermost;
   };
 
   // the boxes that clip an element's content: overflow hidden/clip, contain:paint, clip:rect, in
@@ -135,7 +136,7 @@
     if (why) return why;
     if (opacity(el) < 0.1) return "opacity:0";
     rects = [...rects].filter((r) => r.width > 0 && r.height > 0);
-    if (!rects.length) return "zero-size";
+    if (!rects.length) return parseFloat(cs(el).fontSize) === 0 ? "font-size:0" : "zero-size";
     if (rects.every((r) => r.height < MIN_PX)) return "tiny";
     const onPage = rects.filter((r) => r.right + scrollX > 0 && r.bottom + scrollY > 0 && !(lockedX && r.left + scrollX >= W) && !(lockedY && r.top + scrollY >= Math.max(H, html.scrollHeight)));
     if (!onPage.length) return "off-screen";
