@@ -6,7 +6,7 @@ For each page (generated pages such as genindex excluded, as ingest excludes the
 the fast path (nothing on it could hide text) or why it is rendered, and how long the render took
 (Chromium laying it out plus ``visibility.js``). Then the whole folder is read by the HTML reader
 once with ``html_visibility = render`` and once with ``css``, wall and CPU time, and the pages whose
-text differs between the two. The browser's resident memory (all its processes) is sampled after
+text differs between the two. The browser's memory (proportional set size of all its processes) is sampled after
 every 20th rendered page; the largest sample is reported. No model is loaded, nothing is embedded.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 from citedocs import config
 from citedocs.ingest.readers import SourceFile
 from citedocs.ingest.readers import render
-from citedocs.ingest.readers.html import HTML, _parse, not_documentation
+from citedocs.ingest.readers.html import HTML, _main_root, _parse, not_documentation
 
 
 def pages(folder: Path) -> list[tuple[str, str]]:
@@ -58,7 +58,7 @@ def main() -> None:
     for rel, text in docs:
         doc = _parse(text)
         sheets = render.stylesheets(doc, folder, rel)
-        why = render.render_reason(doc, sheets)
+        why = render.render_reason(doc, sheets, _main_root(doc))
         reasons[why.split(" (")[0] if why else "fast path"] += 1
         if why:
             started = time.monotonic()

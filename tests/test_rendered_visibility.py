@@ -144,7 +144,10 @@ def test_a_page_with_nothing_that_could_hide_text_is_read_without_the_browser(mo
         encoding="utf-8",
     )
     head = '<link rel="stylesheet" href="_static/theme.css">'
-    plain = f"<html><head>{head}</head><body><main><h1>T</h1><p>Plain <code>text</code>.</p><p hidden>SECRET</p></main></body></html>"
+    plain = (  # styling on the navigation, which is never text, does not matter
+        f'<html><head>{head}</head><body><nav style="margin-right:10px"><img src="logo.svg" style="margin-top:-1px" alt="logo"></nav>'
+        '<main><h1>T</h1><p>Plain <code>text</code>.</p><p hidden>SECRET</p></main></body></html>'
+    )
     page = read("plain.html", plain, root=docs)  # the fast path: no browser needed
     assert text_of(page).endswith("Plain `text`.") and "SECRET" not in text_of(page) and dict(page.hidden) == {"hidden attribute": 1}
     for styled, reason in (

@@ -103,6 +103,15 @@ def _parse(text: str) -> etree._Element:
         raise DocumentError(f"not readable as HTML ({exc})") from exc
 
 
+def _main_root(doc: etree._Element) -> etree._Element:
+    """The element that holds the page's own content (before the chrome inside it is dropped)."""
+    for xpath in _MAIN_XPATHS:
+        found = doc.xpath(xpath)
+        if found:
+            return found[0]
+    return doc.find("body") if doc.find("body") is not None else doc
+
+
 def _main_content(doc: etree._Element) -> etree._Element:
     for xpath in _MAIN_XPATHS:
         found = doc.xpath(xpath)
@@ -383,7 +392,7 @@ def _drop_unseen(doc: etree._Element, source: SourceFile) -> dict[str, int]:
     from .render import chromium_path, render_invisible, render_reason, stylesheets  # imported where HTML is read
 
     sheets = stylesheets(doc, source.root, source.rel_path)
-    if render_reason(doc, sheets) is None:
+    if render_reason(doc, sheets, _main_root(doc)) is None:
         return drop_invisible(doc)  # the fast path: only the hidden attribute, <template> and <noscript> can hide
     binary = chromium_path(config.setting("chromium_path"))
     return render_invisible(doc, sheets, binary, config.setting("html_render_timeout_s"))

@@ -9,9 +9,9 @@ clipped, transformed away, transparent, tiny, the colour of its background, off-
 ``content-visibility: hidden``. Those runs are removed from the page before it is read, so they
 never reach a chunk; an image whose box is not seen loses its alt text.
 
-The fast path: a page that has no ``style`` attribute, no ``<style>`` element, no presentational
-markup that can hide (``<font>``, ``<svg>``, ``<math>``, ``<marquee>``, a ``color``/``bgcolor``
-attribute, a ``width``/``height`` under 4), and none of whose elements is selected by a rule of its
+The fast path: a page that has no ``<style>`` element, and whose main content (the part the reader
+keeps) and its ancestors carry no ``style`` attribute, no presentational markup that can hide (``<font>``, ``<svg>``, ``<math>``, ``<marquee>``, a ``color``/``bgcolor``
+attribute, a ``width``/``height`` under 4), and none of those elements is selected by a rule of its
 stylesheets that could hide text (``display: none``, ``visibility: hidden``, an ``opacity`` under
 0.5, a transform, a clip, a mask, a filter, a tiny font, a size of at most 1px, a far negative offset
 or indent, a colour that is transparent or one of the sheets' background colours) is not rendered:
@@ -89,7 +89,7 @@ class _Chromium:
         flags = [
             "--headless=new", "--remote-debugging-pipe", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
             "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--disable-extensions", "--mute-audio", "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
+            "--disable-extensions", "--disable-breakpad", "--disable-crash-reporter", "--mute-audio", "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
             f"--user-data-dir={self.profile}", "about:blank",
         ]  # fmt: skip
         self.process = subprocess.Popen(
@@ -153,14 +153,15 @@ class _Chromium:
         shutil.rmtree(self.profile, ignore_errors=True)
 
     def memory_bytes(self) -> int:
-        """Resident memory of the browser's processes (its session), for the benchmark."""
+        """Proportional set size (shared pages split between sharers) of the browser's processes, for the benchmark."""
         total = 0
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
                 fields = stat.read_text().rsplit(")", 1)[1].split()
                 if int(fields[3]) == self.process.pid:  # the session id: every process Chromium started
-                    total += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
-            except (OSError, IndexError, ValueError):
+                    rollup = (stat.parent / "smaps_rollup").read_text()
+                    total += int(re.search(r"^Pss:\s+(\d+) kB", rollup, re.M).group(1)) * 1024
+            except (OSError, IndexError, ValueError, AttributeError):
                 continue
         return total
 
@@ -318,39 +319,45 @@ def _hiding_selectors(css: str) -> tuple[str, ...]:
     )
 
 
-def _matches(doc: etree._Element, selectors: str) -> bool:
+def _selects(doc: etree._Element, selectors: str, scope: set) -> bool:
     try:
         parsed = cssselect.parse(selectors)
     except cssselect.SelectorError:
         return True  # cannot be read: it may select something
     for selector in parsed:
         try:
-            if doc.xpath(_TRANSLATOR.selector_to_xpath(selector)):
+            if any(el in scope for el in doc.xpath(_TRANSLATOR.selector_to_xpath(selector))):
                 return True
         except (cssselect.ExpressionError, etree.XPathError):
             return True  # a state (:hover, :checked) or :has(): it may select something
     return False
 
 
-_PRESENTATIONAL = "//font | //svg | //math | //marquee | //*[@color] | //*[@bgcolor]"
+_PRESENTATIONAL = {"font", "svg", "math", "marquee"}
 
 
-def render_reason(doc: etree._Element, sheets: list[tuple[etree._Element, str]]) -> str | None:
-    """Why a page must be rendered to know what a reader sees, or None: the fast path."""
-    if doc.xpath("//*[@style]"):
-        return "a style attribute"
+def render_reason(doc: etree._Element, sheets: list[tuple[etree._Element, str]], content: etree._Element | None = None) -> str | None:
+    """Why a page must be rendered to know what a reader sees, or None: the fast path. Only the
+    elements whose text can be read matter: ``content`` (the page's main content, whose text the
+    reader keeps; the whole page when None) and its ancestors, whose style it inherits."""
+    content = doc if content is None else content
+    scope = {*content.iter(), *content.iterancestors()}
     if doc.xpath("//style"):
         return "a <style> element"
-    if doc.xpath(_PRESENTATIONAL):
-        return "presentational markup"
-    for el in doc.xpath("//*[@width or @height]"):
+    for el in scope:
+        if not isinstance(el.tag, str):
+            continue
+        if el.get("style") is not None:
+            return "a style attribute"
+        if el.tag in _PRESENTATIONAL or el.get("color") is not None or el.get("bgcolor") is not None:
+            return "presentational markup"
         for size in (el.get("width"), el.get("height")):
             number = re.match(r"\s*(-?\d+(?:\.\d+)?)", size or "")
             if number and float(number.group(1)) < 4:
                 return "an element under 4px wide or tall"
     for _, css in sheets:
         for selectors in _hiding_selectors(css):
-            if _matches(doc, selectors):
+            if _selects(doc, selectors, scope):
                 return f"a stylesheet rule that could hide text ({selectors[:80]})"
     return None
 
