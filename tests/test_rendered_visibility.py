@@ -144,8 +144,8 @@ def test_a_page_with_nothing_that_could_hide_text_is_read_without_the_browser(mo
         encoding="utf-8",
     )
     head = '<link rel="stylesheet" href="_static/theme.css">'
-    plain = (  # styling on the navigation, which is never text, does not matter
-        f'<html><head>{head}</head><body><nav style="margin-right:10px"><img src="logo.svg" style="margin-top:-1px" alt="logo"></nav>'
+    plain = (  # styling on the navigation (never text) and rules that select nothing on the page do not matter
+        f'<html><head>{head}<style>@media only screen {{ table.wide {{ width: 100% }} }} .gone {{ display: none }}</style></head><body><nav style="margin-right:10px"><img src="logo.svg" style="margin-top:-1px" alt="logo"></nav>'
         '<main><h1>T</h1><p>Plain <code>text</code>.</p><p hidden>SECRET</p></main></body></html>'
     )
     page = read("plain.html", plain, root=docs)  # the fast path: no browser needed

@@ -9,10 +9,10 @@ clipped, transformed away, transparent, tiny, the colour of its background, off-
 ``content-visibility: hidden``. Those runs are removed from the page before it is read, so they
 never reach a chunk; an image whose box is not seen loses its alt text.
 
-The fast path: a page that has no ``<style>`` element, and whose main content (the part the reader
-keeps) and its ancestors carry no ``style`` attribute, no presentational markup that can hide (``<font>``, ``<svg>``, ``<math>``, ``<marquee>``, a ``color``/``bgcolor``
+The fast path: a page whose main content (the part the reader keeps) and its ancestors carry no
+``style`` attribute, no presentational markup that can hide (``<font>``, ``<svg>``, ``<math>``, ``<marquee>``, a ``color``/``bgcolor``
 attribute, a ``width``/``height`` under 4), and none of those elements is selected by a rule of its
-stylesheets that could hide text (``display: none``, ``visibility: hidden``, an ``opacity`` under
+stylesheets or ``<style>`` elements that could hide text (``display: none``, ``visibility: hidden``, an ``opacity`` under
 0.5, a transform, a clip, a mask, a filter, a tiny font, a size of at most 1px, a far negative offset
 or indent, a colour that is transparent or one of the sheets' background colours) is not rendered:
 nothing on it could hide text except the ``hidden`` attribute, ``<template>`` and ``<noscript>``,
@@ -342,8 +342,9 @@ def render_reason(doc: etree._Element, sheets: list[tuple[etree._Element, str]],
     reader keeps; the whole page when None) and its ancestors, whose style it inherits."""
     content = doc if content is None else content
     scope = {*content.iter(), *content.iterancestors()}
-    if doc.xpath("//style"):
-        return "a <style> element"
+    page_rules = [
+        (style, style.text or "") for style in doc.iter("style") if (style.get("media") or "all").strip().lower() != "print"
+    ]
     for el in scope:
         if not isinstance(el.tag, str):
             continue
@@ -355,7 +356,7 @@ def render_reason(doc: etree._Element, sheets: list[tuple[etree._Element, str]],
             number = re.match(r"\s*(-?\d+(?:\.\d+)?)", size or "")
             if number and float(number.group(1)) < 4:
                 return "an element under 4px wide or tall"
-    for _, css in sheets:
+    for _, css in [*sheets, *page_rules]:
         for selectors in _hiding_selectors(css):
             if _selects(doc, selectors, scope):
                 return f"a stylesheet rule that could hide text ({selectors[:80]})"
