@@ -21,7 +21,7 @@ from pathlib import Path
 from citedocs import config
 from citedocs.ingest.readers import SourceFile
 from citedocs.ingest.readers import render
-from citedocs.ingest.readers.html import HTML, _main_root, _parse, not_documentation
+from citedocs.ingest.readers.html import HTML, _parse, _text_holders, not_documentation
 
 
 def pages(folder: Path) -> list[tuple[str, str]]:
@@ -58,8 +58,8 @@ def main() -> None:
     for rel, text in docs:
         doc = _parse(text)
         sheets = render.stylesheets(doc, folder, rel)
-        why = render.render_reason(doc, sheets, _main_root(doc))
-        reasons[why.split(" (")[0] if why else "fast path"] += 1
+        why = render.render_reason(doc, sheets, _text_holders(doc))
+        reasons[why or "fast path"] += 1
         if why:
             started = time.monotonic()
             render.render_invisible(doc, sheets, binary, timeout)

@@ -103,38 +103,49 @@ def _parse(text: str) -> etree._Element:
         raise DocumentError(f"not readable as HTML ({exc})") from exc
 
 
-def _main_root(doc: etree._Element) -> etree._Element:
-    """The element that holds the page's own content (before the chrome inside it is dropped)."""
+def _main_root(doc: etree._Element) -> tuple[etree._Element, set[str]]:
+    """The element that holds the page's own content, and the tags dropped inside it as site chrome."""
     for xpath in _MAIN_XPATHS:
         found = doc.xpath(xpath)
         if found:
-            return found[0]
-    return doc.find("body") if doc.find("body") is not None else doc
+            return found[0], _ALWAYS_DROP_TAGS
+    return (doc.find("body") if doc.find("body") is not None else doc), _ALWAYS_DROP_TAGS | _FALLBACK_DROP_TAGS
+
+
+def _is_chrome(el: etree._Element, drop_tags: set[str]) -> bool:
+    """Navigation, search, permalinks and the like inside the main content: never text."""
+    return (
+        el.tag in drop_tags
+        or bool(_classes(el) & _DROP_CLASSES)
+        or el.get("role") in _DROP_ROLES
+        or (el.tag == "a" and _is_permalink(el))
+    )
 
 
 def _main_content(doc: etree._Element) -> etree._Element:
-    for xpath in _MAIN_XPATHS:
-        found = doc.xpath(xpath)
-        if found:
-            root, drop_tags = found[0], _ALWAYS_DROP_TAGS
-            break
-    else:
-        root, drop_tags = doc.find("body") if doc.find("body") is not None else doc, _ALWAYS_DROP_TAGS | _FALLBACK_DROP_TAGS
-    doomed = [
-        el
-        for el in root.iterdescendants()
-        if _is_element(el)
-        and (
-            el.tag in drop_tags
-            or _classes(el) & _DROP_CLASSES
-            or el.get("role") in _DROP_ROLES
-            or (el.tag == "a" and _is_permalink(el))
-        )
-    ]
+    root, drop_tags = _main_root(doc)
+    doomed = [el for el in root.iterdescendants() if _is_element(el) and _is_chrome(el, drop_tags)]
     for el in doomed:
         if el.getparent() is not None:  # not already gone with a dropped ancestor
             el.drop_tree()  # the text after it (its tail) stays
     return root
+
+
+def _text_holders(doc: etree._Element) -> set[etree._Element]:
+    """The elements whose styling can hide text the reader keeps: those of the main content that hold
+    text (or an image's alt text), outside its chrome, and the main content's ancestors."""
+    root, drop_tags = _main_root(doc)
+    holders = {root, *root.iterancestors()}
+
+    def walk(el: etree._Element) -> None:
+        for child in el:
+            if _is_element(child) and not _is_chrome(child, drop_tags):
+                if (child.get("alt") or "").strip() or "".join(child.itertext()).strip():
+                    holders.add(child)
+                    walk(child)
+
+    walk(root)
+    return holders
 
 
 def _code_language(pre: etree._Element) -> str:
@@ -392,7 +403,7 @@ def _drop_unseen(doc: etree._Element, source: SourceFile) -> dict[str, int]:
     from .render import chromium_path, render_invisible, render_reason, stylesheets  # imported where HTML is read
 
     sheets = stylesheets(doc, source.root, source.rel_path)
-    if render_reason(doc, sheets, _main_root(doc)) is None:
+    if render_reason(doc, sheets, _text_holders(doc)) is None:
         return drop_invisible(doc)  # the fast path: only the hidden attribute, <template> and <noscript> can hide
     binary = chromium_path(config.setting("chromium_path"))
     return render_invisible(doc, sheets, binary, config.setting("html_render_timeout_s"))

@@ -9,8 +9,8 @@ clipped, transformed away, transparent, tiny, the colour of its background, off-
 ``content-visibility: hidden``. Those runs are removed from the page before it is read, so they
 never reach a chunk; an image whose box is not seen loses its alt text.
 
-The fast path: a page whose main content (the part the reader keeps) and its ancestors carry no
-``style`` attribute, no presentational markup that can hide (``<font>``, ``<svg>``, ``<math>``, ``<marquee>``, a ``color``/``bgcolor``
+The fast path: a page whose elements that hold text the reader keeps (those of the main content
+outside its navigation and permalinks, and the main content's ancestors) carry no ``style`` attribute, no presentational markup that can hide (``<font>``, ``<svg>``, ``<math>``, ``<marquee>``, a ``color``/``bgcolor``
 attribute, a ``width``/``height`` under 4), and none of those elements is selected by a rule of its
 stylesheets or ``<style>`` elements that could hide text (``display: none``, ``visibility: hidden``, an ``opacity`` under
 0.5, a transform, a clip, a mask, a filter, a tiny font, a size of at most 1px, a far negative offset
@@ -336,12 +336,11 @@ def _selects(doc: etree._Element, selectors: str, scope: set) -> bool:
 _PRESENTATIONAL = {"font", "svg", "math", "marquee"}
 
 
-def render_reason(doc: etree._Element, sheets: list[tuple[etree._Element, str]], content: etree._Element | None = None) -> str | None:
+def render_reason(doc: etree._Element, sheets: list[tuple[etree._Element, str]], scope: set | None = None) -> str | None:
     """Why a page must be rendered to know what a reader sees, or None: the fast path. Only the
-    elements whose text can be read matter: ``content`` (the page's main content, whose text the
-    reader keeps; the whole page when None) and its ancestors, whose style it inherits."""
-    content = doc if content is None else content
-    scope = {*content.iter(), *content.iterancestors()}
+    elements whose styling can hide text the reader keeps matter (``scope``: those of the main
+    content that hold text, and its ancestors; every element when None)."""
+    scope = set(doc.iter()) if scope is None else scope
     page_rules = [
         (style, style.text or "") for style in doc.iter("style") if (style.get("media") or "all").strip().lower() != "print"
     ]
