@@ -1,10 +1,11 @@
 """What rendering costs when an HTML folder is read: pages on the fast path, ms per rendered page, memory.
 
-    python benchmarks/html_render.py /usr/share/doc/python3.11/html
+    python benchmarks/html_render.py /usr/share/doc/python3.11/html [--render-all]
 
 For each page (generated pages such as genindex excluded, as ingest excludes them): whether it takes
 the fast path (nothing on it could hide text) or why it is rendered, and how long the render took
-(Chromium laying it out plus ``visibility.js``). Then the whole folder is read by the HTML reader
+(Chromium laying it out plus ``visibility.js``). ``--render-all`` renders every page, fast path or
+not: the cost for a site whose every page carries styling that could hide text. Then the whole folder is read by the HTML reader
 once with ``html_visibility = render`` and once with ``css``, wall and CPU time, and the pages whose
 text differs between the two. The browser's memory (proportional set size of all its processes) is sampled after
 every 20th rendered page; the largest sample is reported. No model is loaded, nothing is embedded.
@@ -46,6 +47,7 @@ def read_all(folder: Path, docs: list[tuple[str, str]], mode: str) -> tuple[floa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", type=Path)
+    parser.add_argument("--render-all", action="store_true", help="render every page, as if none took the fast path")
     args = parser.parse_args()
     folder = args.folder.resolve()
     docs = pages(folder)
@@ -60,7 +62,7 @@ def main() -> None:
         sheets = render.stylesheets(doc, folder, rel)
         why = render.render_reason(doc, sheets, _text_holders(doc))
         reasons[why or "fast path"] += 1
-        if why:
+        if why or args.render_all:
             started = time.monotonic()
             render.render_invisible(doc, sheets, binary, timeout)
             rendered_ms.append((time.monotonic() - started) * 1000)
