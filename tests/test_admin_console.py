@@ -2,7 +2,7 @@
 in the chat shows up in the console's insights; marked down, it shows up among the docs gaps. The
 console asks for the admin key once, keeps it for the tab, refuses the wrong kinds of key, and is
 usable from the keyboard; an archive uploaded there becomes a corpus once its sync job
-finishes. Screenshots for the docs are taken on the way (docs/screenshots/admin-*.png).
+finishes; a corpus's inventory is paged and a held sync's additions approved there. Screenshots for the docs are taken on the way (docs/screenshots/admin-*.png).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import pytest
 
 from citedocs.service import Services
 from citedocs.sync.service import Syncs
+from citedocs.sync.worker import JobRunner
 
 from conftest import copy_of_small_home, running_server
 
@@ -26,7 +27,7 @@ from browser import headless_chromium  # noqa: E402  (skips this module without 
 from selenium.common.exceptions import TimeoutException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 from test_ui import DONE, SCREENSHOTS  # noqa: E402
 
@@ -336,8 +337,6 @@ def test_forgetting_the_key_returns_to_the_key_form(driver, console_server):
 
 
 def test_the_inventory_is_paged_a_held_sync_is_approved_and_stale_or_second_approvals_get_a_clear_answer(driver, console_server, tmp_path, monkeypatch):
-    from citedocs.sync.worker import JobRunner
-
     base, keys, home = console_server
     monkeypatch.setenv("CITEDOCS_HOME", str(home))  # the inventory is kept in the server's home
     hosts = [f"https://mirror{n:03d}.gizmo-hosts.example/" for n in range(120)]
@@ -362,7 +361,6 @@ def test_the_inventory_is_paged_a_held_sync_is_approved_and_stale_or_second_appr
 
     open_console(driver, base, keys["admin"])
     driver.find_element(By.ID, "tab-inventory").click()
-    Select = __import__("selenium.webdriver.support.ui", fromlist=["Select"]).Select
     wait(driver, lambda d: "hosts-docs" in d.find_element(By.ID, "inventory-corpus").text, "no corpus to choose")
     Select(driver.find_element(By.ID, "inventory-corpus")).select_by_value("hosts-docs")
     driver.find_element(By.CSS_SELECTOR, "#inventory-form button[type=submit]").click()

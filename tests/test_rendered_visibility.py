@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import lxml.html
 import pytest
 
 from citedocs.ingest.document import ReaderUnavailable
@@ -131,7 +132,7 @@ def test_a_stylesheet_of_the_site_is_applied_and_one_outside_the_docs_folder_is_
     )
     page = read("index.html", html, root=docs)
     assert "SECRET" not in text_of(page) and "Shown note." in text_of(page)
-    doc = __import__("lxml.html").html.document_fromstring(html)
+    doc = lxml.html.document_fromstring(html)
     assert [css.count("left: -10000px") for _, css in stylesheets(doc, docs, "index.html")] == [1]
 
 
@@ -157,7 +158,7 @@ def test_a_page_with_nothing_that_could_hide_text_is_read_without_the_browser(mo
         ('<img src="a.png" width="1" alt="x">', "an element under 4px wide or tall"),
     ):
         html = f"<html><head>{head}</head><body><main><h1>T</h1>{styled}</main></body></html>"
-        doc = __import__("lxml.html").html.document_fromstring(html)
+        doc = lxml.html.document_fromstring(html)
         assert render_reason(doc, stylesheets(doc, docs, "p.html")) == reason
         with pytest.raises(ReaderUnavailable, match="apt-get install chromium"):
             read("p.html", html, root=docs)

@@ -46,7 +46,7 @@ from urllib.parse import unquote, urlsplit
 import cssselect
 import tinycss2
 from lxml import etree
-from tinycss2.ast import DimensionToken, FunctionBlock, HashToken, IdentToken, NumberToken, PercentageToken
+from tinycss2.ast import DimensionToken, FunctionBlock, IdentToken, NumberToken, PercentageToken
 
 from ..boundary import inside
 from ..document import DocumentError, ReaderUnavailable
