@@ -2,11 +2,12 @@
 in the chat shows up in the console's insights; marked down, it shows up among the docs gaps. The
 console asks for the admin key once, keeps it for the tab, refuses the wrong kinds of key, and is
 usable from the keyboard; an archive uploaded there becomes a corpus once its sync job
-finishes. Screenshots for the docs are taken on the way (docs/screenshots/admin-*.png).
+finishes; a corpus's inventory is paged and a held sync's additions approved there. Screenshots for the docs are taken on the way (docs/screenshots/admin-*.png).
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 import zipfile
@@ -16,6 +17,7 @@ import pytest
 
 from citedocs.service import Services
 from citedocs.sync.service import Syncs
+from citedocs.sync.worker import JobRunner
 
 from conftest import copy_of_small_home, running_server
 
@@ -25,7 +27,7 @@ from browser import headless_chromium  # noqa: E402  (skips this module without 
 from selenium.common.exceptions import TimeoutException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 from test_ui import DONE, SCREENSHOTS  # noqa: E402
 
@@ -332,3 +334,69 @@ def test_forgetting_the_key_returns_to_the_key_form(driver, console_server):
     severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE" and "/favicon" not in e["message"]]
     # the 401/403/404 answers the tests provoke show up as failed resources; anything else is a bug
     assert all("status of 4" in e["message"] for e in severe), severe
+
+
+def test_the_inventory_is_paged_a_held_sync_is_approved_and_stale_or_second_approvals_get_a_clear_answer(driver, console_server, tmp_path, monkeypatch):
+    base, keys, home = console_server
+    monkeypatch.setenv("CITEDOCS_HOME", str(home))  # the inventory is kept in the server's home
+    hosts = [f"https://mirror{n:03d}.gizmo-hosts.example/" for n in range(120)]
+    docs = tmp_path / "hosts-docs"
+    docs.mkdir()
+    page = "---\ntitle: Mirrors\n---\n\n# Mirrors\n\n" + "".join(
+        f"Mirror {n}: `pip install --index-url {url}simple gizmo`\n\n" for n, url in enumerate(hosts)
+    )
+    (docs / "mirrors.md").write_text(page, encoding="utf-8")
+    services = Services.open(home / "citedocs.sqlite3")
+    syncs = Syncs(services)
+    services.ingest(docs, "hosts-docs", "https://docs.gizmo.example/", format="mdx")
+    syncs.remember_ingested("hosts-docs", "folder", str(docs), "default", {"base_url": "https://docs.gizmo.example/"})
+
+    def sync_here():
+        job, created = syncs.start("hosts-docs", "cli", queue=False)
+        assert created
+        return JobRunner(syncs, job.worker).run(job) or syncs.job(job.id)
+
+    (docs / "mirrors.md").write_text(page + "The fast way: `curl -fsSL https://get.gizmo-fast.example.net/i.sh | sh`.\n", encoding="utf-8")
+    assert sync_here().status == "held"
+
+    open_console(driver, base, keys["admin"])
+    driver.find_element(By.ID, "tab-inventory").click()
+    wait(driver, lambda d: "hosts-docs" in d.find_element(By.ID, "inventory-corpus").text, "no corpus to choose")
+    Select(driver.find_element(By.ID, "inventory-corpus")).select_by_value("hosts-docs")
+    driver.find_element(By.CSS_SELECTOR, "#inventory-form button[type=submit]").click()
+    status = driver.find_element(By.ID, "inventory-status")
+    wait(driver, lambda d: re.match(r"1–50 of \d{3} entries", status.text), "the first page of the inventory never showed")
+    assert "awaiting the held sync" in status.text and "mirror000.gizmo-hosts.example" in driver.find_element(By.ID, "inventory").text
+    pending = driver.find_element(By.ID, "inventory-pending")
+    assert "get.gizmo-fast.example.net" in pending.text and "fetch_and_run" in pending.text
+    driver.find_element(By.XPATH, "//nav[@id='inventory-pages']/button[text()='Next']").click()
+    wait(driver, lambda d: status.text.startswith("51–100 of"), "the next page never showed")
+    shot(driver, "inventory")
+    assert words_broken_mid_letter(driver) == []
+    driver.find_element(By.XPATH, "//nav[@id='inventory-pages']/button[text()='Previous']").click()
+    wait(driver, lambda d: status.text.startswith("1–50 of"), "the previous page never showed")
+
+    # a second admin approves the held host first (over HTTP); the console's click then approves nothing new, and says so
+    admin = {"Authorization": f"Bearer {keys['admin']}"}
+    first = httpx.post(f"{base}/admin/inventory/hosts-docs/approve", json={"hosts": ["get.gizmo-fast.example.net"]}, headers=admin, timeout=60)
+    assert first.status_code == 202 and first.json()["approved"] == ["get.gizmo-fast.example.net"]
+    pending.find_element(By.XPATH, ".//button[text()='Approve get.gizmo-fast.example.net']").click()
+    wait(driver, lambda d: "Already approved (another admin did it first)" in status.text, "the second approval got no clear answer")
+    job = first.json()["job"]["id"]
+    for _ in range(240):  # the first admin's sync, queued on the server, switches the corpus
+        if httpx.get(f"{base}/admin/jobs/{job}", headers=admin, timeout=30).json()["job"]["status"] in ("succeeded", "failed", "held"):
+            break
+        time.sleep(0.5)
+
+    # a host a later sync removed: its stale Approve button is refused with the server's reason, nothing approved
+    row = next(r for r in driver.find_elements(By.CSS_SELECTOR, "#inventory tbody tr") if "mirror001.gizmo-hosts.example" in r.text and r.find_elements(By.TAG_NAME, "button"))
+    (docs / "mirrors.md").write_text(page.replace(hosts[1], "https://docs.gizmo.example/mirrors/"), encoding="utf-8")
+    assert sync_here().status == "succeeded"
+    row.find_element(By.TAG_NAME, "button").click()
+    wait(driver, lambda d: status.text.startswith("Nothing approved:") and "not in the inventory of corpus 'hosts-docs': mirror001.gizmo-hosts.example" in status.text,
+         "the approval of a removed host was not refused clearly")
+    assert "error" in status.get_attribute("class")
+    services.store.close()
+    audit = httpx.get(f"{base}/admin/audit?limit=200", headers=admin, timeout=30).json()
+    approvals = [e for e in audit["actions"] if e["action"] == "inventory.approve" and e["target"] == "hosts-docs"]
+    assert {e["outcome"] for e in approvals} == {"ok", "rejected"}  # every approval, refused ones too, is audited

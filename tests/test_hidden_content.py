@@ -55,15 +55,18 @@ def text_of(page) -> str:
     return "\n".join(block.text for section in page.sections for block in section.blocks)
 
 
-def test_html_reader_drops_what_a_browser_does_not_show_and_keeps_what_it_does():
+@pytest.mark.parametrize("visibility", ["render", "css"])
+def test_html_reader_drops_what_a_browser_does_not_show_and_keeps_what_it_does(visibility, monkeypatch):
+    monkeypatch.setenv("CITEDOCS_HTML_VISIBILITY", visibility)
     page = read("html", "gizmo.html", HTML_PAGE)
     text = text_of(page)
     assert "HIDDEN" not in text, text
     for n in ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"):
         assert f"isible {n}" in text, (n, text)
+    box = {"zero-size": 1} if visibility == "css" else {"clipped": 1}  # a 0x0 box with overflow:hidden clips its text
     assert dict(page.hidden) == {
         "display:none": 2, "hidden attribute": 1, "font-size:0": 3, "visibility:hidden": 1, "off-screen": 1,
-        "zero-size": 1, "opacity:0": 1, "<template>": 1, "<noscript>": 1,
+        "opacity:0": 1, "<template>": 1, "<noscript>": 1, **box,
     }  # fmt: skip
 
 

@@ -364,6 +364,35 @@ def test_sections_inside_only_are_read(tmp_path):
     assert found["draft"] == ["Unreleased."] and found["after"] == ["Done."]
 
 
+def test_only_and_ifconfig_content_that_an_html_build_leaves_out_is_not_text(tmp_path):
+    (tmp_path / "conf.py").write_text(
+        'extensions = ["sphinx.ext.ifconfig"]\nrelease = "2.1"\nlevel = "beta"\ntags.add("cloud")\n'
+        "import os\nedition = os.environ['EDITION']\n",
+        encoding="utf-8",
+    )
+    text = (
+        "Install\n=======\n\n"
+        ".. only:: html\n\n   Shown in HTML.\n\n"
+        ".. only:: latex\n\n   SECRET only in the PDF.\n\n"
+        ".. only:: cloud and not onprem\n\n   Shown for a tag conf.py adds.\n\n"
+        ".. only:: onprem\n\n   SECRET only with -t onprem.\n\n"
+        ".. ifconfig:: level in ('alpha', 'beta')\n\n   Shown in a beta release.\n\n"
+        ".. ifconfig:: release == '3.0'\n\n   SECRET for another release.\n\n"
+        ".. ifconfig:: edition == 'pro'\n\n   SECRET decided at build time.\n\n"
+        ".. ifconfig:: __import__('os').system('true')\n\n   SECRET never run.\n"
+    )
+    (tmp_path / "index.rst").write_text(text, encoding="utf-8")
+    page = RST.read(SourceFile("index.rst", text, tmp_path, BASE))
+    body = "\n".join(b.text for s in page.sections for b in s.blocks)
+    assert "SECRET" not in body, body
+    for shown in ("Shown in HTML.", "Shown for a tag conf.py adds.", "Shown in a beta release."):
+        assert shown in body
+    notes = "\n".join(page.notes)
+    assert "only:: latex: not in an HTML build" in notes
+    assert "ifconfig:: edition == 'pro': cannot be decided here (edition is computed at build time)" in notes
+    assert "ifconfig:: __import__('os').system('true'): cannot be decided here" in notes
+
+
 def test_autodoc_member_with_its_own_module_path_ignores_the_current_module(tmp_path):
     # autodoc imports ``mypkg.mod.Thing.run`` from its own path: Sphinx publishes
     # ``#mypkg.mod.Thing.run``, where a written ``py:method`` would be ``#mypkg.mypkg.mod.Thing.run``

@@ -244,3 +244,19 @@ def test_a_page_is_titled_as_the_nav_names_it(tmp_path):
     assert (title("advanced/ssl.md"), title("index.md")) == ("SSL", "Home")  # not "Ssl", "Index"
     assert title("advanced/proxies.md") == "Proxies"  # in the nav without a title: named after the file
     assert found.site.fingerprint() != dataclasses.replace(found.site, nav_titles=()).fingerprint()  # a nav change re-reads
+
+
+def test_a_block_or_inline_element_an_attribute_list_hides_is_not_text():
+    text = (
+        "# Setup\n\nShown paragraph.\n\nSECRET paragraph.\n{ style=\"display:none\" }\n\n"
+        "Another SECRET block.\n{: style=\"font-size: 0\" }\n\nHidden by attribute SECRET.\n{: hidden }\n\n"
+        "Styled but shown.\n{: .note style=\"color: red\" }\n\n"
+        "Text with *SECRET emphasis*{ style=\"visibility:hidden\" } and **shown strong**{ .x } end.\n\n"
+        "A [SECRET link](https://evil.example){: style=\"display: none\"} here.\n"
+    )
+    page = MKDOCS.read(SourceFile("index.md", text, Path("/nonexistent"), "https://docs.example.com/"))
+    body = "\n".join(b.text for s in page.sections for b in s.blocks)
+    assert "SECRET" not in body and "evil.example" not in body, body
+    for shown in ("Shown paragraph.", "Styled but shown.", "shown strong", "end."):
+        assert shown in body
+    assert sum("attribute list sets" in note for note in page.notes) == 5

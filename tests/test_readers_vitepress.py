@@ -110,3 +110,14 @@ def test_code_imports_read_inside_the_root_only(tmp_path):
     assert "```js\nconst a = 1\n```" in body
     assert "TOP" not in body and "const b" not in body
     assert len(page.notes) == 2 and "outside the corpus" in page.notes[0]
+
+
+def test_raw_html_whose_v_if_or_v_show_is_false_is_not_text():
+    text = (
+        '# T\n\nShown.\n\n<div v-if="false">\n\nSECRET never rendered.\n\n</div>\n\n'
+        '<p v-show="false">SECRET never shown.</p>\n\n<div v-if="isDark">\n\nShown when dark.\n\n</div>\n\nAfter.\n'
+    )
+    page = VITEPRESS.read(SourceFile("index.md", text, Path("/nonexistent"), "https://docs.example.com/"))
+    body = "\n".join(b.text for s in page.sections for b in s.blocks)
+    assert "SECRET" not in body and "Shown when dark." in body and "After." in body, body
+    assert dict(page.hidden) == {"v-if=false": 1, "v-show=false": 1}

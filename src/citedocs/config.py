@@ -379,6 +379,18 @@ SETTINGS: dict[str, Setting] = {
     "max_file_bytes": Setting(
         "CITEDOCS_MAX_FILE_BYTES", 2_000_000, _at_least_one, "largest docs file ingest reads (the largest shared doc is 105 kB)"
     ),
+    "html_visibility": Setting(
+        "CITEDOCS_HTML_VISIBILITY", "render", _choice("render", "css"),
+        "render | css: which text of an HTML page a reader sees, decided by laying styled pages out in headless Chromium "
+        "(render; pages with nothing that could hide text are not rendered) or by reading their CSS statically (css)",
+    ),
+    "html_render_timeout_s": Setting(
+        "CITEDOCS_HTML_RENDER_TIMEOUT_S", 20.0, _positive_float,
+        "longest one HTML page may take to render; a slower page is reported as not read and the rest are ingested",
+    ),
+    "chromium_path": Setting(
+        "CITEDOCS_CHROMIUM_PATH", "", str, "the Chromium binary html_visibility = render uses; empty: the first one installed",
+    ),
     "cors_origins": Setting(
         "CITEDOCS_CORS_ORIGINS", (), parse_origins, "origins (scheme://host[:port]) whose pages may call the API, e.g. where the widget is embedded"
     ),

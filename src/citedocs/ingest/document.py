@@ -19,6 +19,10 @@ class DocumentError(ValueError):
     """A page that cannot be ingested; the message says why."""
 
 
+class ReaderUnavailable(RuntimeError):
+    """A reader cannot read any page here (a tool it needs is missing); the message says what to do."""
+
+
 def estimate_tokens(text: str) -> int:
     return len(_TOKEN_RE.findall(text))
 

@@ -20,7 +20,7 @@ from ..types import Chunk, ChunkId, content_hash
 from .admission import AdmissionDecision, AdmissionPolicy
 from .boundary import OutsideRoot, inside, walk_docs
 from .chunker import CHUNKER_VERSION, chunk_document
-from .document import DocumentError
+from .document import DocumentError, ReaderUnavailable
 from . import inventory
 from .page_language import corpus_language, language_notes, page_language
 from .planted import FlaggedSentence
@@ -265,6 +265,8 @@ def ingest_corpus(
                 clash = [c.id for c in parsed.chunks if c.id in fresh_chunks or c.id in claimed]
                 if clash:
                     raise DocumentError(f"its chunk ids clash with another file's (e.g. {clash[0]})")
+            except ReaderUnavailable as exc:
+                raise IngestError(str(exc)) from None
             except DocumentError as exc:
                 report.skipped.append(SkippedFile(rel, str(exc), kept_previous=old is not None))
                 if old:  # keep serving the last good version rather than losing it

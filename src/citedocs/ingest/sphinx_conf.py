@@ -32,6 +32,7 @@ class _Assignments:
 
     values: dict[str, object] = field(default_factory=dict)
     computed: set[str] = field(default_factory=set)
+    tags: set[str] = field(default_factory=set)  # ``tags.add("name")``: tags every build of the site has
 
     def assign(self, name: str, node: ast.expr) -> None:
         try:
@@ -75,7 +76,10 @@ def _assignments(tree: ast.Module) -> _Assignments:
             found.extend(statement.target.id, statement.value)
         elif isinstance(statement, ast.Expr) and isinstance(call := statement.value, ast.Call):
             method = call.func
-            if isinstance(method, ast.Attribute) and isinstance(method.value, ast.Name) and method.attr in ("append", "extend"):
+            if isinstance(method, ast.Attribute) and isinstance(method.value, ast.Name) and (method.value.id, method.attr) == ("tags", "add"):
+                if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+                    found.tags.add(call.args[0].value)
+            elif isinstance(method, ast.Attribute) and isinstance(method.value, ast.Name) and method.attr in ("append", "extend"):
                 if call.args and not call.keywords:
                     found.extend(method.value.id, call.args[-1] if method.attr == "extend" else ast.List([call.args[-1]]))
     return found
@@ -125,6 +129,16 @@ def _unread_markdown(docs: Path) -> list[str]:
     build them, so they are not read, and the user should know why."""
     markdown, _ = walk_docs(docs, (".md",))
     return [f"{len(markdown)} .md files not read: no literal extensions entry in conf.py names myst_parser or myst_nb"] if markdown else []
+
+
+def build_values(conf: Path) -> tuple[dict[str, object], set[str], set[str]]:
+    """``conf.py``'s literal values, the names it computes at build time, and the tags it adds
+    (what ``only`` and ``ifconfig`` are decided by); nothing when it is absent or not Python."""
+    try:
+        found = _assignments(ast.parse(conf.read_text(encoding="utf-8", errors="replace")))
+    except (OSError, SyntaxError, ValueError):
+        return {}, set(), set()
+    return found.values, found.computed, found.tags
 
 
 def myst_options(conf: Path) -> tuple[MystOptions | None, list[str]]:

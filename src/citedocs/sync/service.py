@@ -456,6 +456,7 @@ class Syncs:
         source = self.source(corpus, tenant)
         known = {e.value for e in inventory.entries(corpus)} | {e.value for e in inventory.pending(corpus)}
         known |= {sentence_sha256(w["sentence"]) for w in inventory.withheld(corpus)}  # a withheld sentence, by its sha256
+        known |= set(inventory.approved_hosts(corpus))  # approved already (another admin was first): nothing new, no error
         wanted = [h.strip().lower() for h in hosts] + ([e.value for e in inventory.pending(corpus)] if all_pending else [])
         unknown = [h for h in wanted if h not in known]
         if unknown or not wanted:

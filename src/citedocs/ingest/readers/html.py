@@ -25,6 +25,7 @@ from pathlib import PurePosixPath
 import lxml.html
 from lxml import etree
 
+from ... import config
 from ..document import Block, DocumentError, ParsedPage, Section
 from . import SourceFile
 from .visibility import drop_invisible
@@ -102,29 +103,49 @@ def _parse(text: str) -> etree._Element:
         raise DocumentError(f"not readable as HTML ({exc})") from exc
 
 
-def _main_content(doc: etree._Element) -> etree._Element:
+def _main_root(doc: etree._Element) -> tuple[etree._Element, set[str]]:
+    """The element that holds the page's own content, and the tags dropped inside it as site chrome."""
     for xpath in _MAIN_XPATHS:
         found = doc.xpath(xpath)
         if found:
-            root, drop_tags = found[0], _ALWAYS_DROP_TAGS
-            break
-    else:
-        root, drop_tags = doc.find("body") if doc.find("body") is not None else doc, _ALWAYS_DROP_TAGS | _FALLBACK_DROP_TAGS
-    doomed = [
-        el
-        for el in root.iterdescendants()
-        if _is_element(el)
-        and (
-            el.tag in drop_tags
-            or _classes(el) & _DROP_CLASSES
-            or el.get("role") in _DROP_ROLES
-            or (el.tag == "a" and _is_permalink(el))
-        )
-    ]
+            return found[0], _ALWAYS_DROP_TAGS
+    return (doc.find("body") if doc.find("body") is not None else doc), _ALWAYS_DROP_TAGS | _FALLBACK_DROP_TAGS
+
+
+def _is_chrome(el: etree._Element, drop_tags: set[str]) -> bool:
+    """Navigation, search, permalinks and the like inside the main content: never text."""
+    return (
+        el.tag in drop_tags
+        or bool(_classes(el) & _DROP_CLASSES)
+        or el.get("role") in _DROP_ROLES
+        or (el.tag == "a" and _is_permalink(el))
+    )
+
+
+def _main_content(doc: etree._Element) -> etree._Element:
+    root, drop_tags = _main_root(doc)
+    doomed = [el for el in root.iterdescendants() if _is_element(el) and _is_chrome(el, drop_tags)]
     for el in doomed:
         if el.getparent() is not None:  # not already gone with a dropped ancestor
             el.drop_tree()  # the text after it (its tail) stays
     return root
+
+
+def _text_holders(doc: etree._Element) -> set[etree._Element]:
+    """The elements whose styling can hide text the reader keeps: those of the main content that hold
+    text (or an image's alt text), outside its chrome, and the main content's ancestors."""
+    root, drop_tags = _main_root(doc)
+    holders = {root, *root.iterancestors()}
+
+    def walk(el: etree._Element) -> None:
+        for child in el:
+            if _is_element(child) and not _is_chrome(child, drop_tags):
+                if (child.get("alt") or "").strip() or "".join(child.itertext()).strip():
+                    holders.add(child)
+                    walk(child)
+
+    walk(root)
+    return holders
 
 
 def _code_language(pre: etree._Element) -> str:
@@ -149,8 +170,9 @@ def _inline(el: etree._Element) -> str:
     """An element's text as running prose: inline code in backticks, tags dropped."""
     if el.tag == "br":
         return _BREAK
-    if el.tag == "img":
-        return el.get("alt") or ""
+    if el.tag == "img":  # alt text is what the image stands for, labelled as such, never prose
+        alt = _clean(el.get("alt") or "")
+        return f"[image: {alt}]" if alt else ""
     if el.tag in _CODE_INLINE:
         code = _clean("".join(el.itertext()))
         return f"`{code}`" if code else ""
@@ -373,12 +395,30 @@ def _page_url(base_url: str, rel_path: str) -> str:
     return base + rel_path
 
 
+def _drop_unseen(doc: etree._Element, source: SourceFile) -> dict[str, int]:
+    """Remove the text a reader of the published page does not see (setting ``html_visibility``):
+    laid out by Chromium (``render.py``) unless nothing on the page could hide text, or read from its CSS."""
+    if config.setting("html_visibility") == "css":
+        return drop_invisible(doc)
+    from .render import chromium_path, render_invisible, render_reason, stylesheets  # imported where HTML is read
+
+    sheets = stylesheets(doc, source.root, source.rel_path)
+    if render_reason(doc, sheets, _text_holders(doc)) is None:
+        return drop_invisible(doc)  # the fast path: only the hidden attribute, <template> and <noscript> can hide
+    binary = chromium_path(config.setting("chromium_path"))
+    return render_invisible(doc, sheets, binary, config.setting("html_render_timeout_s"))
+
+
 @dataclass(frozen=True)
 class HtmlReader:
     name: str = "html"
     label: str = "HTML"
     suffixes: tuple[str, ...] = (".html", ".htm")
-    version: str = "3"  # 3: what a browser does not show (hidden, display:none, ...) is not text
+
+    @property
+    def version(self) -> str:
+        """4: alt text labelled; what a reader does not see decided by rendering (render) or by the CSS (css)."""
+        return f"4{config.setting('html_visibility')}"
 
     def read(self, source: SourceFile) -> ParsedPage:
         rel = source.rel_path
@@ -393,7 +433,7 @@ class HtmlReader:
         head_title = _clean(doc.findtext(".//title") or "")
         description = next((m.get("content") or "" for m in doc.iter("meta") if m.get("name") == "description"), "")
         permalinks = _permalink_targets(doc)
-        hidden = drop_invisible(doc)
+        hidden = _drop_unseen(doc, source)
         root = _main_content(doc)
         h1 = next(root.iter("h1"), None)
         title = (_heading_text(h1) if h1 is not None else "") or head_title or PurePosixPath(rel).stem

@@ -21,7 +21,7 @@ from ..document import Block, DocumentError, ParsedPage, Section, page_path
 from ..slugs import Slugger
 from . import SiteOptions, SourceFile
 from .jsx import JsxTag, parse_jsx_tag
-from .visibility import HiddenRuns
+from .visibility import HiddenRuns, fragment_hides
 
 _ASIDE_COMPONENTS = {"aside", "callout", "admonition"}
 # Elements whose content is code or styling for the browser, never prose (HTML comments are dropped too).
@@ -70,10 +70,10 @@ def _heading_text(token: Token) -> str:
 class _Renderer:
     """Flattens a run of block tokens into readable text, tracking open JSX components."""
 
-    def __init__(self) -> None:
+    def __init__(self, hides: Callable[[str, dict[str, str]], str | None] = fragment_hides) -> None:
         self.jsx_depth = 0
         self.raw_element: str | None = None  # "script" or "style" while inside one: nothing is text
-        self.runs = HiddenRuns()  # inside raw HTML a browser hides (hidden, display:none, ...): nothing is text
+        self.runs = HiddenRuns(hides=hides)  # inside raw HTML a browser hides (hidden, display:none, ...): nothing is text
         self._lines: list[str] = []
         self._prefix_stack: list[str] = []
         self._list_stack: list[list[int | None]] = []  # [next number or None for bullets]
@@ -241,10 +241,13 @@ def _heading_anchor(
 
 
 def _sections(
-    tokens: list[Token], split_heading_id: Callable[[str], tuple[str, str | None]], slugger: Slugger
+    tokens: list[Token],
+    split_heading_id: Callable[[str], tuple[str, str | None]],
+    slugger: Slugger,
+    hides: Callable[[str, dict[str, str]], str | None] = fragment_hides,
 ) -> tuple[list[Section], Counter]:
     """The page's sections, and what hidden raw HTML held (per reason, elements that held text)."""
-    renderer = _Renderer()
+    renderer = _Renderer(hides)
     top = Section(heading_path=(), anchor="", anchor_path=())
     sections = [top]
     stack: list[tuple[int, str, str]] = []  # (level, heading text, anchor)
@@ -321,6 +324,8 @@ class MarkdownReader:
     not_published: Callable[[str, dict], str] = lambda doc_path, meta: ""
     # the title the site's navigation gives a page ("" for none); it wins over the page's own, as in MkDocs
     nav_title: Callable[[str], str] = lambda doc_path: ""
+    # why the generator shows nothing of a raw HTML element (tag, attributes), or None
+    html_hides: Callable[[str, dict[str, str]], str | None] = fragment_hides
 
     def for_site(self, site: SiteOptions) -> MarkdownReader:
         if self.site_fields is None:
@@ -340,7 +345,7 @@ class MarkdownReader:
         if unpublished:  # no page of its own on the site: nothing to cite
             note = f"not a page: {unpublished}"  # the ingest report puts the path in front
             return ParsedPage(source.rel_path, page_path(source.rel_path), url, "", "", meta, [], (note,))
-        sections, hidden = _sections(tokens, self.split_heading_id, self.new_slugger(_explicit_ids(tokens)))
+        sections, hidden = _sections(tokens, self.split_heading_id, self.new_slugger(_explicit_ids(tokens)), self.html_hides)
         description = str(meta.get("description") or "")
         intro = [Block(t) for t in ([description] if description else []) + self.frontmatter_text(meta)]
         sections[0].blocks[:0] = intro

@@ -41,6 +41,7 @@ from ..slugs import PythonMarkdownSlugger, toc_slugify
 from . import SiteOptions, SourceFile
 from .includes import IncludeRefused, fence_language, page_dir, read_inside_root
 from .markdown import MarkdownReader
+from .visibility import fragment_hides
 
 _ADMONITION = re.compile(r'^(!!!|\?\?\?\+?)[ ]*([\w-]+(?:[ ]+[\w-]+)*)?(?:[ ]+"(.*?)")?[ ]*$')
 _TAB = re.compile(r'^===[!+]{0,2}[ ]+"(.*?)"[ ]*$')
@@ -237,6 +238,8 @@ def _parse_attrs(raw: str) -> dict[str, str]:
         elif "=" in part:
             key, value = part.split("=", 1)
             attrs[key] = value
+        elif part and not part.startswith("."):
+            attrs[part] = part  # a bare word is an attribute set to itself (``{: hidden }``), as attr_list reads it
     return attrs
 
 
@@ -253,9 +256,44 @@ def _heading_attrs(inline: Token) -> str | None:
     return _parse_attrs(match.group(1)).get("id")
 
 
+_BLOCK_ATTRS = re.compile(r"\{:?[ ]*([^}\n]+?)[ ]*\}[ ]*")
+_LEADING_ATTRS = re.compile(r"\{:?[ ]*([^}\n]+?)[ ]*\}")
+
+
+def _drop_hidden_by_attrs(inline: Token, notes: list[str]) -> None:
+    """attr_list: a block whose attribute list (its last line) or an inline element whose list (right
+    after it) sets a hiding style or ``hidden`` is not shown by the site, so its text is not text."""
+    children = inline.children or []
+    last = children[-1] if children else None
+    if last is not None and last.type == "text" and len(children) > 1 and children[-2].type == "softbreak":
+        match = _BLOCK_ATTRS.fullmatch(last.content)
+        why = match and fragment_hides("p", _parse_attrs(match.group(1)))
+        if why:
+            inline.children, inline.content = [], ""
+            notes.append(f"a block whose attribute list sets {why} is not shown, so not text (attr_list)")
+            return
+    for n, child in enumerate(children):
+        match = _LEADING_ATTRS.match(child.content) if child.type == "text" and n and children[n - 1].type.endswith("_close") else None
+        why = match and fragment_hides("span", _parse_attrs(match.group(1)))
+        if why:
+            opener = children[n - 1].type.replace("_close", "_open")
+            depth, start = 0, n - 1
+            while start >= 0:
+                depth += {children[n - 1].type: 1, opener: -1}.get(children[start].type, 0)
+                if depth == 0:
+                    break
+                start -= 1
+            for hidden in children[max(start, 0) : n]:
+                hidden.content, hidden.children = "", None
+            child.content = child.content[match.end() :]
+            notes.append(f"an inline element whose attribute list sets {why} is not shown, so not text (attr_list)")
+
+
 def _cleanup_rule(state: StateCore) -> None:
     tokens = state.tokens
     for n, token in enumerate(tokens):
+        if token.type == "inline":
+            _drop_hidden_by_attrs(token, state.env.setdefault("notes", []))
         if token.type == "heading_open":
             explicit = _heading_attrs(tokens[n + 1])
             if explicit:
@@ -379,7 +417,7 @@ MKDOCS = MarkdownReader(
     name="mkdocs",
     label="MkDocs Markdown",
     suffixes=(".md", ".markdown"),
-    version="4",  # 4: headings nested in admonitions and tabs take their ids too
+    version="5",  # 5: a block or inline element an attribute list hides (style, hidden) is not text
     parser=build_parser(),
     split_heading_id=lambda heading: (heading, None),  # the attribute list is read by _cleanup_rule
     new_slugger=PythonMarkdownSlugger,

@@ -15,6 +15,7 @@ lock keeps concurrent parses from seeing each other's swaps.
 
 from __future__ import annotations
 
+import ast
 import re
 import threading
 import unicodedata
@@ -325,10 +326,72 @@ class Glossary(Directive):
 
 
 class TitledContent(Content):
-    """``only``/``ifconfig``: page text that may hold whole sections, as Sphinx allows there."""
+    """Page text that may hold whole sections, as Sphinx allows there."""
 
     def run(self) -> list[nodes.Node]:
         return _body_with_titles(self)
+
+
+_HTML_BUILD_TAGS = ("html", "format_html", "dirhtml", "builder_html", "builder_dirhtml")  # what Sphinx's HTML builders add
+
+
+def _build_values(root: Path) -> tuple[dict[str, object], set[str], set[str]]:
+    from ..sphinx_conf import build_values  # conf.py read where a page has only/ifconfig
+
+    return build_values(root / "conf.py")
+
+
+class Only(TitledContent):
+    """``only``: its content is in the HTML pages only when its tag expression holds for an HTML
+    build (tags html, format_html, the builder's name, and those conf.py adds with ``tags.add``),
+    evaluated by Sphinx's own parser; tags given on the command line (``-t``) are not known here."""
+
+    def run(self) -> list[nodes.Node]:
+        from sphinx.util.tags import Tags
+
+        expression = self.arguments[0] if self.arguments else ""
+        tags = Tags({*_HTML_BUILD_TAGS, *_build_values(_context(self).root)[2]})
+        try:
+            shown = tags.eval_condition(expression)
+        except Exception as exc:  # Sphinx fails the build on an expression it cannot parse
+            _context(self).note(self.lineno, f"only:: {expression}: not a tag expression Sphinx reads ({exc}); its content is not text")
+            return []
+        if not shown:
+            _context(self).note(self.lineno, f"only:: {expression}: not in an HTML build; its content is not text")
+            return []
+        return super().run()
+
+
+_SAFE_NODES = (
+    ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.Compare, ast.Name, ast.Load, ast.Constant,
+    ast.Tuple, ast.List, ast.Set, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.In, ast.NotIn, ast.Is, ast.IsNot,
+)  # fmt: skip
+
+
+class IfConfig(TitledContent):
+    """``ifconfig``: its content is in the pages only when its Python expression over conf.py's values
+    is true. Evaluated without running anything: comparisons, ``and``/``or``/``not`` and literals over
+    conf.py's literal values (and ``builder``); an expression this cannot decide (a value computed at
+    build time, a function call) is not text, as Sphinx shows an error there when evaluating fails."""
+
+    def run(self) -> list[nodes.Node]:
+        expression = " ".join(self.arguments).strip()
+        values, computed, _ = _build_values(_context(self).root)
+        namespace = {**values, "builder": "dirhtml"}
+        try:
+            tree = ast.parse(expression, mode="eval")
+            unknown = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id not in namespace]
+            if unknown or not all(isinstance(n, _SAFE_NODES) for n in ast.walk(tree)):
+                why = f"{unknown[0]} is {'computed at build time' if unknown[0] in computed else 'not a literal value of conf.py'}" if unknown else "not a plain comparison"
+                raise ValueError(why)
+            shown = eval(compile(tree, "<ifconfig>", "eval"), {"__builtins__": {}}, namespace)  # noqa: S307 (only the nodes above)
+        except (SyntaxError, ValueError, TypeError) as exc:
+            _context(self).note(self.lineno, f"ifconfig:: {expression}: cannot be decided here ({exc}); its content is not text")
+            return []
+        if not shown:
+            _context(self).note(self.lineno, f"ifconfig:: {expression}: false for this site's conf.py; its content is not text")
+            return []
+        return super().run()
 
 
 class Nothing(Directive):
@@ -541,7 +604,8 @@ _NAMED = {
     "group-tab": Tab,
     "code-tab": Tab,
     **dict.fromkeys(_VERSION_WORDS, VersionChange),
-    **dict.fromkeys(("only", "ifconfig"), TitledContent),
+    "only": Only,
+    "ifconfig": IfConfig,
     "glossary": Glossary,
     **dict.fromkeys(("tabs", "centered", "hlist", "productionlist", "rst-class"), Content),
     **dict.fromkeys(("currentmodule", "module"), Module),

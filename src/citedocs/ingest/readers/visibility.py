@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
@@ -157,6 +157,19 @@ def fragment_hides(tag: str, attrs: dict[str, str]) -> str | None:
     )
 
 
+_VUE_FALSE = {"false", "0", "null", "undefined", "''", '""', "!true", "!1"}
+
+
+def vue_fragment_hides(tag: str, attrs: dict[str, str]) -> str | None:
+    """Raw HTML in VitePress Markdown is a Vue template: an element whose ``v-if`` or ``v-show`` is a
+    constant false is never rendered (``v-if``) or never shown (``v-show``)."""
+    for directive in ("v-if", "v-show"):
+        value = attrs.get(directive)
+        if value is not None and value.strip().replace(" ", "") in _VUE_FALSE:
+            return f"{directive}=false"
+    return fragment_hides(tag, attrs)
+
+
 # Markdown and MDX ---------------------------------------------------------------------------------
 _JSX_STYLE = re.compile(r"\bstyle\s*=\s*\{\{(.*?)\}\}", re.S)
 _JSX_ENTRY = re.compile(r"""([A-Za-z-]+)\s*:\s*(?:"([^"]*)"|'([^']*)'|([^,}]+))""")
@@ -220,6 +233,7 @@ class HiddenRuns:
 
     stack: list[list] = field(default_factory=list)  # [tag, depth, reason, held text]
     dropped: Counter = field(default_factory=Counter)
+    hides: Callable[[str, dict[str, str]], str | None] = fragment_hides  # the generator's rule for one element
 
     @property
     def active(self) -> bool:
@@ -239,12 +253,12 @@ class HiddenRuns:
                         self.dropped[top[2]] += 1
             return
         if kind == "open" and name not in VOID_TAGS:
-            why = fragment_hides(name, attrs)
+            why = self.hides(name, attrs)
             if why:
                 self.stack.append([name, 1, why, False])
 
     def opens_hidden(self, html: str) -> bool:
-        return any(kind == "open" and fragment_hides(name, attrs) for kind, name, attrs in html_events(html))
+        return any(kind == "open" and self.hides(name, attrs) for kind, name, attrs in html_events(html))
 
     def feed(self, html: str) -> None:
         """Follow the tags (and count the hidden text) of a raw HTML fragment."""

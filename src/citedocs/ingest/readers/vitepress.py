@@ -29,6 +29,7 @@ from ..slugs import AnchorSlugger, vitepress_slug
 from . import SiteOptions
 from .includes import IncludeRefused, fence_language, page_dir, read_inside_root
 from .markdown import MarkdownReader
+from .visibility import vue_fragment_hides
 from .vitepress_headings import heading_ids
 
 CONTAINERS = ("tip", "info", "warning", "danger", "details", "code-group", "raw", "v-pre")
@@ -143,12 +144,13 @@ VITEPRESS = MarkdownReader(
     name="vitepress",
     label="VitePress Markdown",
     suffixes=(".md",),
-    version="2",  # 2: VitePress's heading pipeline (attribute lists, emoji, entities, nested headings)
+    version="3",  # 3: raw HTML whose v-if/v-show is a constant false is not text
     parser=build_parser(),
     split_heading_id=lambda heading: (heading, None),  # the attribute list is read by ``heading_ids``
     new_slugger=lambda _explicit_ids: AnchorSlugger(vitepress_slug),
     page_url=clean_url,
     frontmatter_text=frontmatter_text,
     site_fields=_site_fields,
+    html_hides=vue_fragment_hides,
 )
 """VitePress sites (the VitePress and Vite docs, ...)."""

@@ -197,6 +197,7 @@ function openTrace(traceId) {
 
 async function loadCorpusChoices() {
   const body = await api.getJSON("/corpora");
+  $("inventory-corpus").replaceChildren(...body.corpora.map((c) => el("option", { value: c.name }, c.name)));
   for (const id of ["insights-corpus", "cost-corpus", "traces-corpus"]) {
     $(id).replaceChildren(el("option", { value: "" }, "every corpus"), ...body.corpora.map((c) => el("option", { value: c.name }, c.name)));
   }
@@ -499,7 +500,62 @@ async function loadAudit() {
 }
 
 // ------------------------------------------------------------------ tabs, sign-in
-const LOADERS = { insights: loadInsights, cost: loadCost, traces: loadTraces, corpora: loadCorpora, jobs: loadJobs, keys: loadKeys, audit: loadAudit };
+// ------------------------------------------------------------------ inventory
+const INVENTORY_PAGE = 50;
+
+/** One page of a corpus's inventory (thousands of hosts are paged), and what a held sync would add. */
+async function loadInventory(offset = 0) {
+  const name = $("inventory-corpus").value;
+  if (!name) {
+    status("inventory", "No corpus yet.");
+    return;
+  }
+  status("inventory", `Loading the inventory of ${name}…`);
+  const kind = $("inventory-kind").value;
+  const query = new URLSearchParams({ offset: String(offset), limit: String(INVENTORY_PAGE), ...(kind ? { kind } : {}) });
+  const body = await api.getJSON(`/admin/inventory/${encodeURIComponent(name)}?${query}`);
+  const approve = (value) => el("button", { type: "button", class: "small", onclick: () => approveHosts(name, [value], offset) }, `Approve ${value}`);
+  $("inventory-pending").replaceChildren(
+    ...(body.pending.length
+      ? [
+          el("h3", {}, `A held sync would add ${body.pending.length} new item(s)`),
+          table(["Kind", "New", "Page", "Line", ""], body.pending.map((e) => [e.kind, e.value, e.path, String(e.line), approve(e.value)]), "What the held sync adds"),
+          el("button", { type: "button", class: "primary small", onclick: () => approveHosts(name, [], offset, true) }, "Approve everything the held sync adds"),
+        ]
+      : []),
+  );
+  $("inventory").replaceChildren(table(["Kind", "Value", "Page", "Line", "Commit", "Status", ""],
+    body.entries.map((e) => [e.kind, e.value, e.path, String(e.line), e.commit ? e.commit.slice(0, 10) : "–", e.status,
+      e.status === "awaiting approval" ? approve(e.value) : ""]), `Inventory of ${name}`));
+  const pages = [];
+  if (offset > 0) pages.push(el("button", { type: "button", class: "small", onclick: () => guarded("inventory", () => loadInventory(Math.max(0, offset - INVENTORY_PAGE))) }, "Previous"));
+  if (offset + INVENTORY_PAGE < body.total) pages.push(el("button", { type: "button", class: "small", onclick: () => guarded("inventory", () => loadInventory(offset + INVENTORY_PAGE)) }, "Next"));
+  $("inventory-pages").replaceChildren(...pages);
+  const last = Math.min(offset + body.entries.length, body.total);
+  status("inventory", body.total ? `${offset + 1}–${last} of ${body.total} entries; ${body.pending.length} awaiting the held sync.` : "Nothing inventoried: the docs name no external host or risky step.");
+}
+
+/** Approve (audited on the server), then show what changed: an approval another admin made first
+ * approves nothing new and says so; a host a later sync removed is refused with the server's reason. */
+async function approveHosts(name, hosts, offset, allPending = false) {
+  await guarded("inventory", async () => {
+    let body;
+    try {
+      body = await api.postJSON(`/admin/inventory/${encodeURIComponent(name)}/approve`, { hosts, all_pending: allPending });
+    } catch (err) {
+      if (err.status !== 422) throw err;
+      await loadInventory(offset);
+      status("inventory", `Nothing approved: ${err.message}`, "error");
+      return;
+    }
+    await loadInventory(offset);
+    const what = body.approved.length ? `Approved ${body.approved.join(", ")}` : `Already approved (another admin did it first): ${hosts.join(", ") || "everything pending"}; nothing new`;
+    status("inventory", `${what}. Sync job ${body.job.id} ${body.job.status}; follow it in the Jobs tab.`);
+    loaded.delete("jobs");
+  });
+}
+
+const LOADERS = { insights: loadInsights, cost: loadCost, traces: loadTraces, corpora: loadCorpora, jobs: loadJobs, inventory: () => loadInventory(0), keys: loadKeys, audit: loadAudit };
 
 function tabs() {
   return [...document.querySelectorAll('[role="tab"]')];
@@ -514,7 +570,7 @@ function select(tab, focus = false) {
   }
   if (focus) tab.focus();
   const name = tab.id.replace("tab-", "");
-  if (!loaded.has(name) || ["traces", "corpora", "jobs"].includes(name)) {  // these change while the console is open
+  if (!loaded.has(name) || ["traces", "corpora", "jobs", "inventory"].includes(name)) {  // these change while the console is open
     loaded.add(name);
     guarded(name, LOADERS[name]);
   }
@@ -571,6 +627,10 @@ function start() {
     guarded("cost", loadCost);
   });
   $("key-form").addEventListener("submit", createKey);
+  $("inventory-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    guarded("inventory", () => loadInventory(0));
+  });
   $("upload-form").addEventListener("submit", upload);
   $("traces-form").addEventListener("submit", (event) => {
     event.preventDefault();
