@@ -6,7 +6,7 @@ import { N_, translations } from "./i18n.js";
 // so a panel added later with the same words ("Range", "Refresh") is translated too
 const FRAME = [
   N_("citedocs — admin console"), N_("Skip to the console"), N_("admin console"), N_("Forget the admin key"),
-  N_("Open the console"), N_("Admin key"), N_("Open"), N_("Console sections"), N_("Insights"), N_("Traces"), N_("LLM cost"),
+  N_("Open the console"), N_("Admin key"), N_("Open"), N_("Console sections"), N_("Insights"), N_("Traces"), N_("LLM cost"), N_("Inventory"), N_("everything"), N_("hosts"), N_("Inventory pages"),
   N_("Corpora"), N_("Jobs"), N_("API keys"), N_("Audit log"), N_("Range"), N_("last 24 hours"), N_("last 7 days"),
   N_("last 30 days"), N_("last 90 days"), N_("Corpus"), N_("every corpus"), N_("Refresh"), N_("Show"),
   N_("every answer and refusal"), N_("refused"), N_("answered"), N_("marked not helpful"), N_("From"), N_("Before"),
