@@ -19,7 +19,7 @@ from citedocs.types import Chunk, ChunkId
 from citedocs.validate.entailment import LlmEntailmentChecker
 from citedocs.validate.thresholds import load_thresholds
 
-from test_local_llm import _model_ready
+from test_local_llm import require_local_model
 
 ENV_FILES = Chunk(
     id=ChunkId("guides/environment-variables#env-files/1"),
@@ -51,13 +51,7 @@ PORT = Chunk(
 
 @pytest.fixture(scope="module")
 def judge(tmp_path_factory):
-    problem = _model_ready()
-    if problem:
-        import os
-
-        if os.environ.get("CITEDOCS_TEST_REQUIRE_LLM"):
-            pytest.fail(f"the local model is required here: {problem}")
-        pytest.skip(problem)
+    require_local_model()
     from citedocs.models.llm_file import model_path
 
     server = ManagedServer(ServerConfig(model=model_path(), threads=1, log_file=tmp_path_factory.mktemp("llm") / "server.log"))

@@ -38,7 +38,7 @@ from citedocs.generate.llm_server import ManagedServer, ServerConfig
 from conftest import write_docs
 from fake_llm import free_port
 from fault_proxy import fault_proxy
-from test_local_llm import _model_ready
+from test_local_llm import require_local_model
 
 CORPUS = "lumen"
 BASE_URL = "https://lumen.example.org/docs/"
@@ -96,11 +96,7 @@ def _services(pair: Pair, providers: list[dict], mp: pytest.MonkeyPatch, **setti
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory) -> Iterator[Pair]:
-    problem = _model_ready()
-    if problem:
-        if os.environ.get("CITEDOCS_TEST_REQUIRE_LLM"):
-            pytest.fail(f"the local model is required here: {problem}")
-        pytest.skip(problem)
+    require_local_model()
     from citedocs.models.llm_file import model_path
     from citedocs.service import Services
 

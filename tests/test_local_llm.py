@@ -51,13 +51,18 @@ def _model_ready() -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def require_local_model() -> None:
+    """Skips without the local model, or fails where CI demands it (CITEDOCS_TEST_REQUIRE_LLM)."""
     problem = _model_ready()
     if problem:
         if os.environ.get("CITEDOCS_TEST_REQUIRE_LLM"):
             pytest.fail(f"the local model is required here: {problem}")
         pytest.skip(problem)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    require_local_model()
     from citedocs.service import Services
 
     home = tmp_path_factory.mktemp("llm-home")

@@ -11,7 +11,6 @@ the skip into a failure.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
@@ -20,7 +19,7 @@ import httpx
 import pytest
 
 from conftest import running_server
-from test_local_llm import _model_ready
+from test_local_llm import require_local_model
 
 pytestmark = pytest.mark.slow
 
@@ -40,11 +39,7 @@ TIMEOUT = httpx.Timeout(900.0)
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    problem = _model_ready()
-    if problem:
-        if os.environ.get("CITEDOCS_TEST_REQUIRE_LLM"):
-            pytest.fail(f"the local model is required here: {problem}")
-        pytest.skip(problem)
+    require_local_model()
     from citedocs.service import Services
 
     home = tmp_path_factory.mktemp("llm-ru-home")
