@@ -59,3 +59,14 @@ def headless_chromium(width: int = 1000, height: int = 1300) -> Iterator[webdriv
     finally:
         browser.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def wait(driver: webdriver.Chrome, condition, message: str, timeout: float = 90):
+    """What ``condition`` returns once it is truthy; the test fails with ``message`` after ``timeout`` seconds."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    try:
+        return WebDriverWait(driver, timeout, poll_frequency=0.1).until(condition)
+    except TimeoutException:
+        pytest.fail(message)

@@ -19,14 +19,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from browser import headless_chromium  # skips this module without Chromium (fails under CI)
+from browser import headless_chromium, wait  # skips this module without Chromium (fails under CI)
 from conftest import ROOT
 from docs_site import serving_docs
 from fake_llm import free_port
-from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support.ui import WebDriverWait
 
 pytestmark = pytest.mark.slow
 CASES = ROOT / "evals" / "citedocs-dev.jsonl"
@@ -73,22 +71,15 @@ def driver():
         yield browser
 
 
-def wait(driver, condition, message, timeout=120):
-    try:
-        return WebDriverWait(driver, timeout, poll_frequency=0.1).until(condition)
-    except TimeoutException:
-        pytest.fail(message)
-
-
 def test_the_widget_on_the_built_docs_site_answers_a_configuration_question_with_links_into_the_site(driver, demo: Demo):
     corpora = httpx.get(f"{demo.api}/corpora", timeout=30).json()
     assert corpora["default"] == "citedocs"
     driver.get(demo.site + "getting-started/install/")
-    wait(driver, lambda d: d.execute_script("return document.getElementById('citedocs-widget')?.dataset.ready"), "the widget never loaded")
+    wait(driver, lambda d: d.execute_script("return document.getElementById('citedocs-widget')?.dataset.ready"), "the widget never loaded", timeout=120)
     root = driver.find_element(By.ID, "citedocs-widget").shadow_root
     root.find_element(By.CSS_SELECTOR, ".cd-launcher").click()
     root.find_element(By.CSS_SELECTOR, "#cd-question").send_keys(QUESTION + Keys.ENTER)
-    wait(driver, lambda d: root.find_elements(By.CSS_SELECTOR, FINISHED), f"no answer to {QUESTION!r}")
+    wait(driver, lambda d: root.find_elements(By.CSS_SELECTOR, FINISHED), f"no answer to {QUESTION!r}", timeout=120)
     turn = root.find_elements(By.CSS_SELECTOR, ".turn")[0]
     assert turn.get_attribute("data-state") == "answered", turn.text
     assert "cors_origins" in turn.find_element(By.CSS_SELECTOR, ".answer").text
@@ -113,7 +104,7 @@ def test_the_built_site_is_unharmed_when_no_citedocs_server_runs(driver, demo: D
     driver.get_log("browser")  # drop what earlier pages logged
     with serving_docs(free_port(), "", copy) as base:
         driver.get(base + "/how-to/widget/")
-        wait(driver, lambda d: d.execute_script("return document.readyState") == "complete", "the page never loaded")
+        wait(driver, lambda d: d.execute_script("return document.readyState") == "complete", "the page never loaded", timeout=120)
         time.sleep(1)
         assert driver.find_element(By.CSS_SELECTOR, "article h1").text.startswith("The widget on your site")
         assert not driver.find_elements(By.ID, "citedocs-widget")

@@ -12,12 +12,10 @@ from conftest import running_server
 
 pytestmark = pytest.mark.slow
 
-from browser import headless_chromium  # noqa: E402  (skips this module without Chromium)
+from browser import headless_chromium, wait  # noqa: E402  (skips this module without Chromium)
 from docs_site import PYTHON_DOCS, serving_docs  # noqa: E402
-from selenium.common.exceptions import TimeoutException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 from conftest import SMALL_CORPUS  # noqa: E402
 
@@ -36,13 +34,6 @@ def server(astro_services):
 def driver():
     with headless_chromium() as browser:
         yield browser
-
-
-def wait(driver, condition, message, timeout=90):
-    try:
-        return WebDriverWait(driver, timeout, poll_frequency=0.1).until(condition)
-    except TimeoutException:
-        pytest.fail(message)
 
 
 def open_chat(driver, url: str):

@@ -11,15 +11,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from browser import headless_chromium  # skips this module without Chromium
+from browser import headless_chromium, wait  # skips this module without Chromium
 from conftest import SMALL_CORPUS
 from docs_site import PYTHON_DOCS, serving_docs
 from fake_llm import free_port
-from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support.ui import WebDriverWait
 
 if not (PYTHON_DOCS / "library" / "json.html").is_file():
     if os.environ.get("CI"):
@@ -60,13 +58,6 @@ def foreign_site(integration_server):
 def driver():
     with headless_chromium(1200, 900) as browser:
         yield browser
-
-
-def wait(driver, condition, message, timeout=90):
-    try:
-        return WebDriverWait(driver, timeout, poll_frequency=0.1).until(condition)
-    except TimeoutException:
-        pytest.fail(message)
 
 
 def open_page(driver, url: str):
