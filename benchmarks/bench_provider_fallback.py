@@ -58,16 +58,21 @@ def percentile(values: list[float], q: float) -> float | None:
     return round(statistics.quantiles(values, n=100, method="inclusive")[q - 1], 1) if len(values) > 1 else (values[0] if values else None)
 
 
+def copy_pages(docs: Path) -> Path:
+    """The benchmark's four Astro pages, copied into ``docs``."""
+    for page in PAGES:
+        (docs / page).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / "evals" / "corpora" / "astro-docs" / "docs" / page, docs / page)
+    return docs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--answers", type=int, default=60)
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="fallback-bench-"))
-    docs = home / "docs"
-    for page in PAGES:
-        (docs / page).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(ROOT / "evals" / "corpora" / "astro-docs" / "docs" / page, docs / page)
+    docs = copy_pages(home / "docs")
     primary_port, backup_port = free_port(), free_port()
     providers = [
         {"name": "primary", "base_url": f"http://127.0.0.1:{primary_port}/v1", "model": "a", "structured": "off", "retries": 1},

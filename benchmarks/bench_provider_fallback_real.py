@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import random
-import shutil
 import signal
 import statistics
 import sys
@@ -38,7 +37,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-PAGES = ("guides/deploy/heroku.mdx", "recipes/add-yaml-support.mdx", "reference/errors/missing-sharp.mdx", "guides/backend/index.mdx")
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_provider_fallback import copy_pages  # noqa: E402  (the same four pages)
 EASY = (
     "How do I deploy my Astro site to Heroku?",
     "How do I import YAML files into my Astro components?",
@@ -69,10 +69,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="fallback-real-"))
-    docs = home / "docs"
-    for page in PAGES:
-        (docs / page).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(ROOT / "evals" / "corpora" / "astro-docs" / "docs" / page, docs / page)
+    docs = copy_pages(home / "docs")
     os.environ.update(
         CITEDOCS_HOME=str(home), CITEDOCS_DATABASE_URL="", CITEDOCS_BACKEND="providers", CITEDOCS_LLM_GRADE="off",
         CITEDOCS_LLM_VERIFY="off", CITEDOCS_LLM_ANSWER="write", CITEDOCS_SUGGESTED_QUESTIONS="off",
