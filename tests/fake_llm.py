@@ -84,17 +84,24 @@ class FakeLLM:
 
 
 @contextmanager
-def running_fake_llm():
-    fake = FakeLLM()
+def serving(app, start_s: float = 10, stop_s: float = 5):
+    """An ASGI app on a loopback port (uvicorn in a thread): its base URL while the block runs."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(fake.app, host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.time() + 10
+    deadline = time.time() + start_s
     while not server.started and time.time() < deadline:
         time.sleep(0.05)
     try:
-        yield fake, f"http://127.0.0.1:{port}/v1"
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
-        thread.join(timeout=5)
+        thread.join(timeout=stop_s)
+
+
+@contextmanager
+def running_fake_llm():
+    fake = FakeLLM()
+    with serving(fake.app) as base:
+        yield fake, f"{base}/v1"

@@ -23,20 +23,18 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
 from citedocs.api.app import create_app
 from citedocs.contract import AskRequest
 from citedocs.generate.llm_server import ManagedServer, ServerConfig
 
 from conftest import write_docs
-from fake_llm import free_port
+from fake_llm import serving
 from fault_proxy import fault_proxy
 from test_local_llm import require_local_model
 
@@ -150,23 +148,6 @@ def chain(pair, monkeypatch):
         services.close()
 
 
-@contextmanager
-def serving(app) -> Iterator[str]:
-    """The API on a loopback port (uvicorn in a thread), so a stream is read as a client reads it."""
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 30
-    while not server.started and time.time() < deadline:
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-
-
 def _usage(entry: dict) -> tuple[int, int]:
     return entry["usage"]["prompt_tokens"], entry["usage"]["completion_tokens"]
 
@@ -251,7 +232,7 @@ def test_a_provider_killed_mid_stream_restarts_the_answer_on_the_other(pair, cha
     services = chain([pair.provider("a", "a"), pair.provider("b", "b")])
     victim = pair.servers["a"].process
     events, killed_after = [], None
-    with serving(create_app(services)) as base:
+    with serving(create_app(services), start_s=30, stop_s=10) as base:
         with httpx.stream("POST", f"{base}/ask/stream", json={"question": QUESTION}, timeout=600) as response:
             kind = None
             for line in response.iter_lines():
