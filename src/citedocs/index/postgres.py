@@ -22,7 +22,8 @@
   is a token bucket per caller in ``rate_buckets``, updated in one atomic statement on the
   database's clock (``take_rate_token``), so N processes admit the configured rate, not N times it.
 - A lost database (restart, network) fails the requests that need it with ``StoreUnavailable``
-  after at most ``_CONNECT_WAIT_S`` (HTTP 503 ``store_unavailable``); pooled connections are checked
+  after at most ``_CONNECT_WAIT_S``, and at once while one request has just found it down (HTTP 503
+  ``store_unavailable``; an outage never fills the request queue); pooled connections are checked
   before use, so service resumes by itself once the server is back.
 """
 
@@ -34,6 +35,7 @@ import json
 import logging
 import re
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from urllib.parse import urlsplit
@@ -303,6 +305,7 @@ class PostgresStore:
         self._bm25: dict[str, tuple[tuple[str, str], BM25Index]] = {}  # corpus -> ((version, pipeline), index)
         self._bm25_build = threading.Lock()
         self._snapshot_writers: list[threading.Thread] = []
+        self._unreachable_until = 0.0  # monotonic time until which requests fail at once (_connection)
 
     def close(self) -> None:
         for writer in self._snapshot_writers:
@@ -311,15 +314,26 @@ class PostgresStore:
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection]:
-        """A pooled connection; a database that is down or went away mid-request is StoreUnavailable."""
+        """A pooled connection; a database that is down or went away mid-request is StoreUnavailable.
+
+        Once a request has waited ``_CONNECT_WAIT_S`` in vain, the others fail at once for the next
+        ``_CONNECT_WAIT_S`` instead of each holding a request slot while it waits too (an outage would
+        otherwise fill the queue and turn into 503 ``overloaded``); then one request tries again."""
+        if time.monotonic() < self._unreachable_until:
+            raise StoreUnavailable(self._unreachable_message("no connection in the last few seconds"))
         try:
             with self._pool.connection() as conn:
                 yield conn
         except (psycopg.OperationalError, PoolTimeout) as exc:
-            raise StoreUnavailable(
-                f"PostgreSQL at {redacted(self.url)} is unreachable ({str(exc).strip() or type(exc).__name__}); "
-                "retry shortly: service resumes by itself when the database is back"
-            ) from exc
+            if isinstance(exc, PoolTimeout):
+                self._unreachable_until = time.monotonic() + _CONNECT_WAIT_S
+            raise StoreUnavailable(self._unreachable_message(str(exc).strip() or type(exc).__name__)) from exc
+
+    def _unreachable_message(self, why: str) -> str:
+        return (
+            f"PostgreSQL at {redacted(self.url)} is unreachable ({why}); "
+            "retry shortly: service resumes by itself when the database is back"
+        )
 
     @contextmanager
     def _full_disk(self, lost: str, then: str = "") -> Iterator[None]:
