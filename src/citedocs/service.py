@@ -196,10 +196,10 @@ class Services:
         if llm is not None and config.setting("tenant_daily_budget_usd"):
             # a tenant past its daily LLM budget is answered as with the extractive backend
             from .generate.accounting import TenantBudgets
-            from .generate.extractive import ExtractiveGenerator
+            from .generate.select import make_generator
 
             budgets = TenantBudgets(self.store)
-            extractive = ExtractiveGenerator(self.encoder, self.thresholds.extractive_min_sentence_score)
+            extractive = make_generator("extractive", self.encoder, self.thresholds.extractive_min_sentence_score)
             without_llm = AskPipeline(
                 self.store, self.retriever, extractive, CitationValidator(lexical), self.thresholds,
                 on_trace=metrics.observe_trace, suggestions="docs" if suggestions != "off" else "off",

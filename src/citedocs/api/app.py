@@ -18,6 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException
 
 from .. import __version__, config
+from ..generate.unit_features import configured_unit_scorer
 from ..auth import AuthError, RateLimited, check_admin, check_publishable, rate_limiter
 from ..capacity import capacity
 from ..contract import AskRequest, AskResponse, DismissGapsRequest, ErrorBody, FeedbackRequest, NewKeyRequest
@@ -158,7 +159,9 @@ def create_app(services: Services | None = None) -> FastAPI:
 
     @app.get("/healthz")
     def healthz() -> dict:
-        return {"status": "ok", "version": __version__}
+        """Alive, the version, and how the extractive backend chooses sentences (a trained scorer whose
+        file failed its check falls back to the hand-set score: said here, never silently)."""
+        return {"status": "ok", "version": __version__, "unit_scorer": configured_unit_scorer()[1]}
 
     @app.get("/readyz", responses={503: {"model": ErrorBody}})
     def readyz():

@@ -22,6 +22,7 @@ from ..text import content_terms
 from ..types import Chunk
 from .base import Generation
 from .prompt import NO_ANSWER
+from .unit_features import UnitScorer, UnitView, unit_features
 from .units import (
     AnswerUnit,
     Piece,
@@ -59,6 +60,15 @@ def _score(candidate: _Candidate, similarity: float, asked_terms: set[str]) -> f
     return 0.6 * similarity + 0.4 * overlap - 0.05 * candidate.ranked_as
 
 
+def _preferred(candidate: _Candidate) -> float:
+    """What orders sentences: the trained scorer's preference where one ran, else the hand-set score."""
+    return candidate.score if candidate.preference is None else candidate.preference
+
+
+def _views(prose: list[_Candidate]) -> list[UnitView]:
+    return [UnitView(c.text, c.chunk.section, c.ranked_as, c.position) for c in prose]
+
+
 def _names_code(candidate: _Candidate) -> bool:
     return "`" in candidate.text
 
@@ -89,7 +99,7 @@ def _lead_entry(chosen: list[_Candidate], chunks: Sequence[Chunk]) -> tuple[str,
     entries = [c for c in chosen if not c.is_code and entry_signature(c.chunk) is not None]
     if not entries:
         return None
-    lead = max(entries, key=lambda c: c.score).chunk
+    lead = max(entries, key=_preferred).chunk
     return lead.doc_path, lead.anchor
 
 
@@ -115,15 +125,20 @@ class _Candidate:
     ranked_as: int = 0  # the rank its score counts: its chunk's, or that of the chunk it continues
     # an announcement its chunk ends on: the section's next chunk (retrieved too) and what of it comes along
     continuation: tuple[Chunk, AnswerUnit] | None = None
-    score: float = 0.0
+    score: float = 0.0  # the hand-set score (``_score``): what the floors are measured on
+    preference: float | None = None  # the trained scorer's, where one is used: what orders the sentences
 
 
 class ExtractiveGenerator:
     name = "extractive"
     model = "extractive (all-MiniLM-L6-v2 sentence scoring)"
 
-    def __init__(self, encoder: BiEncoder, min_sentence_score: float, max_units: int = 4, chunks_considered: int = 3):
+    def __init__(
+        self, encoder: BiEncoder, min_sentence_score: float, max_units: int = 4, chunks_considered: int = 3,
+        scorer: UnitScorer | None = None,
+    ):
         self.encoder = encoder
+        self.scorer = scorer  # the trained sentence scorer (unit_features.py); None: the hand-set score orders too
         self.sentences = EmbeddingCache(encoder, "extractive_sentences")  # docs text: reused across requests
         self.min_sentence_score = min_sentence_score
         self.max_units = max_units
@@ -169,22 +184,33 @@ class ExtractiveGenerator:
                 out.append(_Candidate(rank, position, chunk, piece.text, is_code, unit, ranked_as, continuation))
         return out
 
+    def _vectors(self, candidates: list[_Candidate]) -> np.ndarray:
+        """A sentence is scored with its section heading, which often carries the topic it omits."""
+        return self.sentences.encode([f"{c.chunk.section}: {c.text}" for c in candidates])
+
+    def _similarities(self, question: str, candidates: list[_Candidate]) -> list[float]:
+        return [float(s) for s in self._vectors(candidates) @ question_vector(question, self.encoder)] if candidates else []
+
     def generate(self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn]) -> Generation:
         candidates = self._candidates(chunks)
         if not candidates:
             return self._decline("the retrieved docs hold no quotable sentence")
-        # a sentence is scored with its section heading, which often carries the topic it omits
-        vectors = self.sentences.encode([f"{c.chunk.section}: {c.text}" for c in candidates])
-        for candidate, similarity in zip(candidates, vectors @ question_vector(question, self.encoder)):
-            candidate.score = _score(candidate, float(similarity), content_terms(question))
+        vectors = self._vectors(candidates)
+        similarities = [float(s) for s in vectors @ question_vector(question, self.encoder)]
+        for candidate, similarity in zip(candidates, similarities):
+            candidate.score = _score(candidate, similarity, content_terms(question))
         prose = [c for c in candidates if not c.is_code]
         if not prose:
             return self._decline("the retrieved docs hold no quotable sentence")
+        if self.scorer is not None:
+            prose_similarities = [s for c, s in zip(candidates, similarities) if not c.is_code]
+            for candidate, preference in zip(prose, self.scorer.score(unit_features(question, _views(prose), prose_similarities))):
+                candidate.preference = float(preference)
         chosen = self._choose(prose, candidates, self._clause_answers(question, candidates, vectors))
         if _ASKS_AMOUNT.search(question) and not any(_AMOUNT.search(c.text) for c in chosen):
             # an answer to "how many ...?" without a number does not answer it: quote the closest
             # passage that states one, else decline (the docs lack the asked figure)
-            stated = max((c for c in candidates if _AMOUNT.search(c.text)), key=lambda c: c.score, default=None)
+            stated = max((c for c in candidates if _AMOUNT.search(c.text)), key=_preferred, default=None)
             if stated is None or stated.score < self.min_sentence_score:
                 return self._decline("no sentence in the retrieved docs states the amount the question asks for")
             chosen.append(stated)
@@ -258,22 +284,23 @@ class ExtractiveGenerator:
         best sentence is still the closest the docs come. Declining on its score refused only
         answerable questions (7 of 7 such declines over every case set, 2026-11-25), mostly long
         questions whose story dilutes every sentence's score."""
-        best = max(prose, key=lambda c: c.score)
-        floor = max(self.min_sentence_score, 0.8 * best.score)
+        best = max(prose, key=_preferred)
+        top = max(c.score for c in prose)  # the floors read the hand-set score, whichever scorer orders
+        floor = max(self.min_sentence_score, 0.8 * top)
         chosen = [best, *(c for c in clause_answers if c is not best)]
         lead = next((c for c in prose if c.chunk_rank == 0), None)  # a section's opening states its point
-        if lead is not None and lead not in chosen and lead.score >= 0.7 * best.score and len(chosen) < self.max_units:
+        if lead is not None and lead not in chosen and lead.score >= 0.7 * top and len(chosen) < self.max_units:
             chosen.append(lead)
         # A sentence that names code (an option, a command, a function: what how-to answers hinge on)
         # qualifies down to 0.6 x the best score and competes for the last slots 0.2 ahead of prose
         # that names none (2026-11-25, every dev set: keyword correctness up on four, down on none).
-        code_floor = max(self.min_sentence_score, 0.6 * best.score)
+        code_floor = max(self.min_sentence_score, 0.6 * top)
         # an API question is about the API entry among the top chunks whose sentence answers it best:
         # that sentence comes, whatever its score beside other sections' (its signature with it,
         # ``_render``); a second entry's best sentence comes too where it qualifies as code does
         # (``bisect_left`` ranked above ``insort`` for "add a value at the right position")
         entries: dict[str, _Candidate] = {}  # each entry's best sentence, best entry first
-        for candidate in sorted(prose, key=lambda c: -c.score):
+        for candidate in sorted(prose, key=lambda c: -_preferred(c)):
             if entry_signature(candidate.chunk) is not None:
                 entries.setdefault(candidate.chunk.anchor, candidate)
         ranked = list(entries.values())
@@ -288,7 +315,7 @@ class ExtractiveGenerator:
                 quoted.add(candidate.chunk.anchor)
         rest = sorted(
             (c for c in prose if c not in chosen and (c.score >= floor or (_names_code(c) and c.score >= code_floor))),
-            key=lambda c: -(c.score + _CODE_BONUS * _names_code(c)),
+            key=lambda c: -(c.preference if c.preference is not None else c.score + _CODE_BONUS * _names_code(c)),
         )
         chosen += rest[: max(0, self.max_units - 1 - len(chosen))]
         code = None if any(c.is_code or _carries_code(c) for c in chosen) else self._code_sample(chosen, candidates)
@@ -323,3 +350,14 @@ class ExtractiveGenerator:
 
     def rewrite_query(self, question: str, history: Sequence[HistoryTurn]) -> str | None:
         return None
+
+
+def scoring_views(generator: ExtractiveGenerator, question: str, chunks: Sequence[Chunk]) -> tuple[list[_Candidate], np.ndarray, np.ndarray]:
+    """The prose sentences ``generate`` chooses among for ``question``, their features
+    (``unit_features.NAMES``) and the hand-set score of each: what a trained scorer is fitted on."""
+    candidates = generator._candidates(chunks)
+    similarities = generator._similarities(question, candidates)
+    prose = [(c, s) for c, s in zip(candidates, similarities) if not c.is_code]
+    asked = content_terms(question)
+    matrix = unit_features(question, _views([c for c, _ in prose]), [s for _, s in prose])
+    return [c for c, _ in prose], matrix, np.asarray([_score(c, s, asked) for c, s in prose])

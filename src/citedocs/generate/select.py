@@ -7,6 +7,7 @@ from ..models.encoders import BiEncoder
 from .base import Generator
 from ..config import ProviderSpec
 from .extractive import ExtractiveGenerator
+from .unit_features import configured_unit_scorer
 from .fallback import ProviderChain, build_chain, endpoint_for
 from .openai_compat import EndpointConfig, OpenAICompatibleGenerator
 from .quote import QuotingGenerator, resolve_answer_style
@@ -41,7 +42,7 @@ def make_generator(kind: str | None, encoder: BiEncoder, min_sentence_score: flo
     (setting ``llm_answer``) answers with quotes of the chunks its LLM graded best. ``min_sentence_score``: the
     extractive backend's floor (``thresholds.toml``, extractive_min_sentence_score)."""
     kind = resolve_backend(kind)
-    extractive = ExtractiveGenerator(encoder, min_sentence_score)
+    extractive = ExtractiveGenerator(encoder, min_sentence_score, scorer=configured_unit_scorer()[0])
     if kind == "extractive":
         return extractive
     # a chain answers in the style of its first provider (a bad setting fails before the model loads)

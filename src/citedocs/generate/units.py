@@ -16,6 +16,11 @@ sentence chosen to answer brings along the pieces it cannot stand without:
   not quoted at all (half a procedure reads as a whole one);
 * a sentence that **refers back** ("This means ...", "Otherwise, ...", "In the above example, ...")
   brings the sentence before it, or the code block before it with that block's announcement;
+* a sentence of a **list item** brings the rest of its item (at most ``MAX_ITEM_SENTENCES``
+  sentences, none announcing what follows): an option's item names the option first and says its
+  default or its values after, and either half alone misleads;
+* a sentence of a **definition** of at most ``MAX_ITEM_SENTENCES`` sentences brings its term and
+  the rest of the definition (``json.dumps_kwargs``: "Keyword arguments ... The default is ...");
 * a **table row** brings its table's header row (the first row of the table in its chunk), so the
   quote says what each cell is; both rows are quoted as the chunk holds them, so the validator
   checks them word for word;
@@ -41,6 +46,9 @@ from ..types import Chunk
 
 MAX_CODE_LINES = 12  # a carried code block longer than this is cut, its last line ``…``
 MAX_ITEMS = 8  # a carried list or table longer than this is cut (steps: not carried at all)
+# a list item of at most this many sentences is quoted whole: an option's item names the option in its
+# first sentence and says its default or its values in the next ("`minimum_size` - ... Defaults to `500`.")
+MAX_ITEM_SENTENCES = 3
 _STEP = re.compile(r"^(\d+)[.)]\s+")
 _ITEM = re.compile(r"^[-*+•]\s+")
 # a sentence that announces what follows it: "... like so:", "... as follows:", "For example:"
@@ -60,6 +68,7 @@ _REFERS_BACK = re.compile(
     re.IGNORECASE,
 )
 _TERM_END = re.compile(r"[.!?:;,]$")
+_CODE_TERM = re.compile(r"^`[^`]+`:$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_]")
 _SIGNATURE_PREFIX = re.compile(  # the words Sphinx writes before an entry's name
     r"^(?:(?:async|class|exception|static|abstract|final|method|property|classmethod|staticmethod|attribute|data|"
@@ -203,6 +212,33 @@ def _header(pieces: tuple[Piece, ...], i: int) -> list[int]:
     return [] if pieces[i].line == header_line else [j for j in _run(pieces, start) if pieces[j].line == header_line]
 
 
+def _item(pieces: tuple[Piece, ...], i: int) -> AnswerUnit | None:
+    """The list item sentence ``i`` is part of, whole, when it has at most ``MAX_ITEM_SENTENCES`` and
+    announces nothing; else None (the item is quoted as other prose is)."""
+    whole = tuple(j for j in range(len(pieces)) if pieces[j].line == pieces[i].line and pieces[j].kind == "item")
+    if len(whole) < 2 or len(whole) > MAX_ITEM_SENTENCES or announces(pieces[whole[-1]].text):
+        return None
+    return AnswerUnit(whole)
+
+
+def _names_a_term(piece: Piece) -> bool:
+    """A definition's term line: a short line without sentence punctuation, or a code name and a colon
+    (``json.dumps_kwargs``: as reST field and definition lists render)."""
+    return piece.kind == "prose" and piece.first and piece.last and (looks_like_term(piece.text) or bool(_CODE_TERM.match(piece.text)))
+
+
+def _definition(pieces: tuple[Piece, ...], i: int) -> AnswerUnit | None:
+    """The definition sentence ``i`` is part of, with its term, when the paragraph right under a term
+    line has 2 to ``MAX_ITEM_SENTENCES`` sentences and announces nothing; else None."""
+    whole = tuple(j for j in range(len(pieces)) if pieces[j].line == pieces[i].line)
+    start = whole[0]
+    if not 2 <= len(whole) <= MAX_ITEM_SENTENCES or start == 0 or not _names_a_term(pieces[start - 1]):
+        return None
+    if announces(pieces[whole[-1]].text):
+        return None
+    return AnswerUnit((start - 1, *whole))
+
+
 def unit_of(pieces: tuple[Piece, ...], i: int) -> AnswerUnit | None:
     """The unit that quoting piece ``i`` takes, or None when it cannot be quoted whole."""
     piece = pieces[i]
@@ -210,6 +246,10 @@ def unit_of(pieces: tuple[Piece, ...], i: int) -> AnswerUnit | None:
         return _steps(pieces, i)
     if piece.kind == "row":
         return AnswerUnit((*_header(pieces, i), i))
+    if piece.kind == "item" and (item := _item(pieces, i)) is not None:
+        return item
+    if piece.kind == "prose" and (definition := _definition(pieces, i)) is not None:
+        return definition
     before = [i - 1] if piece.first and i > 0 and _is_term(pieces[i - 1]) else _antecedent(pieces, i)
     if (piece.last and announces(piece.text)) or _POINTS_AHEAD.match(piece.text):
         after = _announced(pieces, i)
