@@ -245,6 +245,22 @@ def test_files_and_names_the_user_introduces_are_never_looked_up():
         assert unsupported_question_terms(question, RETRIEVED, ChunksProbe(RETRIEVED)).all == [], question
 
 
+def test_a_name_the_user_introduces_is_never_looked_up_in_any_language():
+    probe = ChunksProbe(RETRIEVED)
+    for question in (
+        "Я зарегистрировал глобальный компонент с именем `mybanner`, и флаг `--mode` не работает. Почему?",
+        "Warum wird meine Komponente namens `mybanner` mit `--mode` ignoriert?",
+        "Pourquoi mon composant nommé `mybanner` ignore-t-il `--mode` ?",
+        "¿Por qué mi componente llamado `mybanner` ignora `--mode`?",
+        "Por que o meu componente chamado `mybanner` ignora `--mode`?",
+        "为什么名为 `mybanner` 的组件会忽略 `--mode`？",
+        "`mybanner`というコンポーネントで `--mode` が無視されるのはなぜですか？",
+    ):
+        assert unsupported_question_terms(question, RETRIEVED, probe).all == [], question
+    # a name nobody introduced is still looked up, in Russian as in English
+    assert unsupported_question_terms("Как включить `mybanner` вместе с `--mode`?", RETRIEVED, probe).all == ["mybanner"]
+
+
 def test_names_in_a_sentence_that_states_the_users_situation_are_not_looked_up():
     probe = ChunksProbe(RETRIEVED)
     stated = "My CLI has --json and --csv flags, and I edit settings.yaml on my Mac. Which flag sets the mode?"

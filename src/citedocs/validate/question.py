@@ -38,6 +38,7 @@ from typing import Protocol
 
 from babel import Locale
 
+from ..language import detect_language
 from ..sentences import asked_sentences, question_sentences
 from ..text import STOPWORDS
 from ..types import Chunk
@@ -50,8 +51,18 @@ _PART = re.compile(r"[a-z0-9]+")
 _URL = re.compile(r"\b(?:https?://|www\.)\S+|\b[\w-]+(?:\.[\w-]+)+/\S*")
 _FILE_PATH = re.compile(r"^[\w.@~-]*/[\w./@~-]*\.\w+$|^[\w-]+\.(?:json|ya?ml|md|mdx|ts|js|mjs|astro|css|html|txt|toml)$")
 _CALL_ARGUMENTS = re.compile(r"\((?:[^()]|\([^()]*\))*\)|'[^']*'|\"[^\"]*\"")
-# "called `x`", "named `x`", "my `x`": the user introduces a name of their own
-_USER_NAMED = re.compile(r"\b(?:called|named|my)\s*$", re.IGNORECASE)
+# "called `x`", "named `x`", "my `x`": the user introduces a name of their own, in each language of
+# citedocs' own words (en ru de fr es pt zh; Japanese names it before: "`x`という")
+_USER_NAMED = re.compile(
+    r"(?:\b(?:called|named|my"
+    r"|с\s+именем|под\s+(?:именем|названием)|называем\w*|названн\w*|(?:мо|сво)(?:й|я|ё|е|и|его|ей|им|ем|ю|их)"
+    r"|namens|genannt\w*|mein\w*"
+    r"|nommée?s?|appelée?s?|mon|ma|mes"
+    r"|llamad[oa]s?|mis?|de\s+nombre"
+    r"|chamad[oa]s?|meus?|minhas?|de\s+nome)|名为|名叫|叫做|我的)\s*$",
+    re.IGNORECASE,
+)
+_USER_NAMED_AFTER = re.compile(r"^\s*(?:という|って|と呼ぶ)")
 _USER_OWN_TOKEN = re.compile(r"\b(my\s+)[\w.@~/-]*[/._:][\w.@~/:-]*", re.IGNORECASE)
 _API_NAME = re.compile(r"(?<![\w.$@])@?[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
 # ``timeout=`` written as a keyword argument: a parameter the user expects some API to take
@@ -106,7 +117,7 @@ def _quoted_code_missing(question: str, probe: CorpusProbe) -> list[str]:
     missing = []
     for match in _QUOTED.finditer(question):
         span = (match.group(1) or match.group(2)).strip()
-        if _URL.search(span) or _FILE_PATH.match(span) or _USER_NAMED.search(question[: match.start()]):
+        if _URL.search(span) or _FILE_PATH.match(span) or _USER_NAMED.search(question[: match.start()]) or _USER_NAMED_AFTER.match(question[match.end() :]):
             continue
         words = span.split()
         if len(_STATEMENT_WORDS & {w.rstrip("*:") for w in words}) >= 2:
@@ -131,7 +142,10 @@ def _place_and_language_names() -> re.Pattern:
 
 
 def _proper_names(question: str) -> list[str]:
-    """Capitalised words, not sentence-initial, that are no language or place name."""
+    """Capitalised words, not sentence-initial, that are no language or place name. German capitalises
+    every noun, so there a capital marks no name and none is read as one."""
+    if detect_language(question) == "de":
+        return []
     places = {w for m in _place_and_language_names().finditer(question) for w in m.group(0).split()}
     names = []
     for sentence in question_sentences(question):
