@@ -45,6 +45,10 @@ def test_training_rows_are_neither_held_out_corpora_nor_eval_questions():
             assert row["split"] == "train"
             assert row["corpus"] not in HELD_OUT_CORPORA
             assert row["question"].strip().lower() not in asked, row["question"]
+    for row in rows("units-generated.jsonl"):  # the sentence scorer's rows: one per generated question
+        assert row["corpus"] not in HELD_OUT_CORPORA
+        assert row["question"].strip().lower() not in asked, row["question"]
+        assert len(row["features"]) == len(row["label"]) == len(row["today"]) and any(row["label"])
 
 
 def test_held_out_rows_are_never_training_rows():
