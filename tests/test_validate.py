@@ -245,6 +245,12 @@ def test_files_and_names_the_user_introduces_are_never_looked_up():
         assert unsupported_question_terms(question, RETRIEVED, ChunksProbe(RETRIEVED)).all == [], question
 
 
+def test_an_environment_variable_the_docs_never_name_is_flagged_one_they_name_is_not():
+    probe = ChunksProbe(RETRIEVED)
+    assert unsupported_question_terms("How do I set the temperature with ASTRO_TEMPERATURE?", RETRIEVED, probe).all == ["ASTRO_TEMPERATURE"]
+    assert unsupported_question_terms("Does astro dev read the DEV mode from `import.meta.env.DEV`?", RETRIEVED, probe).all == []
+
+
 def test_a_name_the_user_introduces_is_never_looked_up_in_any_language():
     probe = ChunksProbe(RETRIEVED)
     for question in (

@@ -39,7 +39,10 @@ from ..types import Chunk
 from .thresholds import Thresholds
 
 _CODE_SPAN = re.compile(r"`([^`]+)`")
-_CODE_TOKEN = re.compile(r"(?:(?<![\w-])--?[A-Za-z][\w-]*|[\w$@]+(?:[.:/=][\w$@*]+)+|\b[a-z]+[A-Z]\w*|\d+(?:\.\d+)*)")
+# flags, dotted/colon/slash/equals tokens, camelCase, UPPER_SNAKE (environment variables, constants), numbers
+_CODE_TOKEN = re.compile(
+    r"(?:(?<![\w-])--?[A-Za-z][\w-]*|[\w$@]+(?:[.:/=][\w$@*]+)+|\b[a-z]+[A-Z]\w*|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|\d+(?:\.\d+)*)"
+)
 _NEGATIONS = frozenset("not no never cannot can't don't doesn't isn't aren't won't without neither nor".split())
 # negation words of other languages (ru uk es pt fr de it nl pl ar he el tr), and the characters that
 # negate in Chinese and Japanese, where words are not separated
