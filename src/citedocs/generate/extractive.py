@@ -22,7 +22,7 @@ from ..text import content_terms
 from ..types import Chunk
 from .base import Generation
 from .prompt import NO_ANSWER
-from .unit_features import UnitScorer, UnitView, unit_features
+from .unit_features import NAMES, UnitScorer, UnitView, unit_features
 from .units import (
     AnswerUnit,
     Piece,
@@ -184,27 +184,34 @@ class ExtractiveGenerator:
                 out.append(_Candidate(rank, position, chunk, piece.text, is_code, unit, ranked_as, continuation))
         return out
 
-    def _vectors(self, candidates: list[_Candidate]) -> np.ndarray:
-        """A sentence is scored with its section heading, which often carries the topic it omits."""
-        return self.sentences.encode([f"{c.chunk.section}: {c.text}" for c in candidates])
+    def _scored(self, question: str, candidates: list[_Candidate]) -> tuple[np.ndarray, list[float]]:
+        """Each candidate's hand-set score, set on it; its vector and its similarity to the question. A
+        sentence is embedded with its section heading, which often carries the topic it omits."""
+        vectors = self.sentences.encode([f"{c.chunk.section}: {c.text}" for c in candidates])
+        similarities = [float(s) for s in vectors @ question_vector(question, self.encoder)]
+        asked = content_terms(question)
+        for candidate, similarity in zip(candidates, similarities):
+            candidate.score = _score(candidate, similarity, asked)
+        return vectors, similarities
 
-    def _similarities(self, question: str, candidates: list[_Candidate]) -> list[float]:
-        return [float(s) for s in self._vectors(candidates) @ question_vector(question, self.encoder)] if candidates else []
+    @staticmethod
+    def _prose_features(question: str, candidates: list[_Candidate], similarities: list[float]) -> tuple[list[_Candidate], np.ndarray]:
+        """The prose candidates and their features (``unit_features.NAMES``): what a trained scorer reads."""
+        pairs = [(c, s) for c, s in zip(candidates, similarities) if not c.is_code]
+        prose = [c for c, _ in pairs]
+        return prose, unit_features(question, _views(prose), [s for _, s in pairs])
 
     def generate(self, question: str, chunks: Sequence[Chunk], history: Sequence[HistoryTurn]) -> Generation:
         candidates = self._candidates(chunks)
         if not candidates:
             return self._decline("the retrieved docs hold no quotable sentence")
-        vectors = self._vectors(candidates)
-        similarities = [float(s) for s in vectors @ question_vector(question, self.encoder)]
-        for candidate, similarity in zip(candidates, similarities):
-            candidate.score = _score(candidate, similarity, content_terms(question))
+        vectors, similarities = self._scored(question, candidates)
         prose = [c for c in candidates if not c.is_code]
         if not prose:
             return self._decline("the retrieved docs hold no quotable sentence")
         if self.scorer is not None:
-            prose_similarities = [s for c, s in zip(candidates, similarities) if not c.is_code]
-            for candidate, preference in zip(prose, self.scorer.score(unit_features(question, _views(prose), prose_similarities))):
+            _, features = self._prose_features(question, candidates, similarities)
+            for candidate, preference in zip(prose, self.scorer.score(features)):
                 candidate.preference = float(preference)
         chosen = self._choose(prose, candidates, self._clause_answers(question, candidates, vectors))
         if _ASKS_AMOUNT.search(question) and not any(_AMOUNT.search(c.text) for c in chosen):
@@ -356,8 +363,8 @@ def scoring_views(generator: ExtractiveGenerator, question: str, chunks: Sequenc
     """The prose sentences ``generate`` chooses among for ``question``, their features
     (``unit_features.NAMES``) and the hand-set score of each: what a trained scorer is fitted on."""
     candidates = generator._candidates(chunks)
-    similarities = generator._similarities(question, candidates)
-    prose = [(c, s) for c, s in zip(candidates, similarities) if not c.is_code]
-    asked = content_terms(question)
-    matrix = unit_features(question, _views([c for c, _ in prose]), [s for _, s in prose])
-    return [c for c, _ in prose], matrix, np.asarray([_score(c, s, asked) for c, s in prose])
+    if not candidates:
+        return [], np.zeros((0, len(NAMES))), np.zeros(0)
+    _, similarities = generator._scored(question, candidates)
+    prose, features = generator._prose_features(question, candidates, similarities)
+    return prose, features, np.asarray([c.score for c in prose])
