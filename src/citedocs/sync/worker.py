@@ -249,6 +249,8 @@ async def _work_postgres(syncs: Syncs, name: str, stop: threading.Event, once: b
                 for stalled in await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=stall):
                     await app.job_manager.retry_job(stalled)
                 await asyncio.to_thread(maintain, syncs)
+            except store_errors() as exc:  # an outage, not a bug: said in one line, the next round retries
+                log.warning("sync worker round skipped, the database is unavailable: %s", exc)
             except Exception:
                 log.exception("sync worker round failed")
             await asyncio.sleep(POLL_S)
