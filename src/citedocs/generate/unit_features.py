@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 
 from .. import config
-
 from ..text import content_terms
 
 NAMES = (

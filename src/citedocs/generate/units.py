@@ -212,31 +212,27 @@ def _header(pieces: tuple[Piece, ...], i: int) -> list[int]:
     return [] if pieces[i].line == header_line else [j for j in _run(pieces, start) if pieces[j].line == header_line]
 
 
-def _item(pieces: tuple[Piece, ...], i: int) -> AnswerUnit | None:
-    """The list item sentence ``i`` is part of, whole, when it has at most ``MAX_ITEM_SENTENCES`` and
-    announces nothing; else None (the item is quoted as other prose is)."""
-    whole = tuple(j for j in range(len(pieces)) if pieces[j].line == pieces[i].line and pieces[j].kind == "item")
-    if len(whole) < 2 or len(whole) > MAX_ITEM_SENTENCES or announces(pieces[whole[-1]].text):
+def _short_line(pieces: tuple[Piece, ...], i: int) -> tuple[int, ...] | None:
+    """The pieces of the line (list item or paragraph) piece ``i`` is on, when it has 2 to
+    ``MAX_ITEM_SENTENCES`` sentences and its last announces nothing; else None."""
+    whole = tuple(j for j in range(len(pieces)) if pieces[j].line == pieces[i].line)
+    if not 2 <= len(whole) <= MAX_ITEM_SENTENCES or announces(pieces[whole[-1]].text):
         return None
-    return AnswerUnit(whole)
+    return whole
 
 
 def _names_a_term(piece: Piece) -> bool:
     """A definition's term line: a short line without sentence punctuation, or a code name and a colon
     (``json.dumps_kwargs``: as reST field and definition lists render)."""
-    return piece.kind == "prose" and piece.first and piece.last and (looks_like_term(piece.text) or bool(_CODE_TERM.match(piece.text)))
+    return _is_term(piece) or (piece.kind == "prose" and piece.first and piece.last and bool(_CODE_TERM.match(piece.text)))
 
 
 def _definition(pieces: tuple[Piece, ...], i: int) -> AnswerUnit | None:
-    """The definition sentence ``i`` is part of, with its term, when the paragraph right under a term
-    line has 2 to ``MAX_ITEM_SENTENCES`` sentences and announces nothing; else None."""
-    whole = tuple(j for j in range(len(pieces)) if pieces[j].line == pieces[i].line)
-    start = whole[0]
-    if not 2 <= len(whole) <= MAX_ITEM_SENTENCES or start == 0 or not _names_a_term(pieces[start - 1]):
+    """The short definition sentence ``i`` is part of, with the term line above it; else None."""
+    whole = _short_line(pieces, i)
+    if whole is None or whole[0] == 0 or not _names_a_term(pieces[whole[0] - 1]):
         return None
-    if announces(pieces[whole[-1]].text):
-        return None
-    return AnswerUnit((start - 1, *whole))
+    return AnswerUnit((whole[0] - 1, *whole))
 
 
 def unit_of(pieces: tuple[Piece, ...], i: int) -> AnswerUnit | None:
@@ -246,8 +242,8 @@ def unit_of(pieces: tuple[Piece, ...], i: int) -> AnswerUnit | None:
         return _steps(pieces, i)
     if piece.kind == "row":
         return AnswerUnit((*_header(pieces, i), i))
-    if piece.kind == "item" and (item := _item(pieces, i)) is not None:
-        return item
+    if piece.kind == "item" and (item := _short_line(pieces, i)) is not None:
+        return AnswerUnit(item)
     if piece.kind == "prose" and (definition := _definition(pieces, i)) is not None:
         return definition
     before = [i - 1] if piece.first and i > 0 and _is_term(pieces[i - 1]) else _antecedent(pieces, i)
