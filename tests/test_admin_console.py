@@ -95,9 +95,10 @@ def sign_in(driver, key: str) -> None:
     field.send_keys(Keys.ENTER)
 
 
-def open_console(driver, base: str, key: str | None = None) -> None:
-    """Load the console; sign in with ``key`` if it asks for one (the tab forgot it, or never had it)."""
-    driver.get(base + "/admin")
+def open_console(driver, base: str, key: str | None = None, query: str = "") -> None:
+    """Load the console (``query``: ``?lang=ru``, say); sign in with ``key`` if it asks for one (the
+    tab forgot it, or never had it)."""
+    driver.get(base + "/admin" + query)
     wait(driver, lambda d: d.execute_script("return !!window.citedocsAdmin"), "the console did not start")
     if key and driver.find_element(By.ID, "sign-in").is_displayed():
         sign_in(driver, key)
@@ -325,6 +326,47 @@ def test_a_failed_sync_looks_failed_refreshes_the_panel_and_is_in_the_audit_log(
     shot(driver, "audit")
     assert words_broken_mid_letter(driver) == []
     assert driver.execute_script("return document.documentElement.scrollWidth <= window.innerWidth"), "the audit log is wider than the window"
+
+
+def test_the_console_panels_speak_the_admins_language(driver, console_server):
+    base, keys, _ = console_server
+    open_console(driver, base, query="?lang=ru")
+    if driver.find_element(By.ID, "sign-out").is_displayed():  # the tab still has the key: forget it, to see the key form
+        driver.find_element(By.ID, "sign-out").click()
+    assert driver.execute_script("return document.documentElement.lang") == "ru"
+    assert driver.find_element(By.CSS_SELECTOR, "label[for=admin-key]").text == "Ключ администратора"
+    intro = driver.find_element(By.CSS_SELECTOR, "#sign-in p:not([id])")
+    assert intro.text.startswith("Для консоли нужен ключ администратора") and intro.find_elements(By.TAG_NAME, "code")
+    sign_in(driver, keys["admin"])
+    wait(driver, lambda d: d.find_element(By.ID, "console").is_displayed(), "the admin key was not accepted")
+
+    insights = driver.find_element(By.ID, "insights")
+    wait(driver, lambda d: "Пробелы в документации" in insights.text, "the insights never loaded in Russian")
+    headings = [h.text for h in insights.find_elements(By.TAG_NAME, "h2")]
+    assert "Самые цитируемые страницы" in headings and "Комментарии к отзывам" in headings
+    assert not [h for h in headings if re.search(r"Docs gaps|Most-cited|Feedback comments|Answers to review", h)]
+    totals = [dt.text for dt in insights.find_elements(By.CSS_SELECTOR, ".totals dt")]
+    assert totals[0] == "Вопросы" and "Questions" not in totals
+    assert "Аналитика с " in driver.find_element(By.ID, "insights-status").text
+    chart = insights.find_element(By.CSS_SELECTOR, ".charts svg[role=img]")  # drawn by the server, in the console's language
+    assert chart.get_attribute("aria-label").startswith("Вопросы по дням")
+    assert OTHER_GAPS[0] in insights.text  # the data is shown as stored: the question stays English
+
+    driver.find_element(By.ID, "tab-traces").click()
+    panel = driver.find_element(By.ID, "panel-traces")
+    wait(driver, lambda d: OTHER_GAPS[0] in panel.text, "the traces never loaded")
+    columns = [th.text for th in panel.find_elements(By.CSS_SELECTOR, "#traces thead th")]
+    assert columns == ["Когда", "Корпус", "Вопрос", "Итог", "Задержка", "Отзывы", ""]
+    assert "Последних трассировок:" in driver.find_element(By.ID, "traces-status").text
+    rows = panel.find_elements(By.CSS_SELECTOR, "tbody tr")
+    outcomes = [r.find_elements(By.TAG_NAME, "td")[3].text for r in rows]
+    # a refusal's reason code after its word stays as stored (the insights and logs count it by that code)
+    assert all(o == "с ответом" or re.fullmatch(r"отказ: [a-z ]+", o) for o in outcomes), outcomes
+    refused = next(r for r, o in zip(rows, outcomes) if o.startswith("отказ"))
+    refused.find_element(By.CSS_SELECTOR, "button[data-trace]").click()
+    detail = driver.find_element(By.ID, "trace-detail")
+    wait(driver, lambda d: detail.is_displayed() and "Отказ." in detail.text, "no trace details in Russian")
+    assert "Ближайшие найденные фрагменты" in detail.text and "Refused" not in detail.text
 
 
 def test_forgetting_the_key_returns_to_the_key_form(driver, console_server):

@@ -235,9 +235,13 @@ def create_app(services: Services | None = None) -> FastAPI:
         return {"dismissed": svc().dismiss_gaps(body.trace_ids, key)}
 
     @app.get("/admin/insights/charts", responses=GUARDED)
-    def admin_insights_charts(key: AdminKey, corpus: str | None = None, since: str = "7d", until: str | None = None) -> dict:
-        """The insights' charts as SVG documents (questions per day, refusals by reason)."""
-        return insights_charts(svc().insights(key.tenant, corpus or None, since, until or None, gaps=False))
+    def admin_insights_charts(
+        request: Request, key: AdminKey, corpus: str | None = None, since: str = "7d", until: str | None = None, language: str | None = None
+    ) -> dict:
+        """The insights' charts as SVG documents (questions per day, refusals by reason), their words in
+        ``language`` (a tag such as ``ru``), else in ``Accept-Language``'s, else English."""
+        chosen = choose_language(requested_language(language, request.headers.get("accept-language")), "en")
+        return insights_charts(svc().insights(key.tenant, corpus or None, since, until or None, gaps=False), chosen)
 
     @app.get("/admin/traces", responses=GUARDED)
     def admin_traces(
