@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from sklearn.metrics import roc_auc_score
-from transformers import AutoModelForSequenceClassification, AutoTokenizer
+from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -32,6 +32,8 @@ from citedocs.models.encoders import BI_ENCODER_PACKAGE  # noqa: E402
 
 SEED = 20261128
 MAX_TOKENS = 160
+BATCH = 16
+CHECKS_PER_EPOCH = 4  # points on the curves
 CANDIDATES = 4
 
 
@@ -41,18 +43,81 @@ def bundled_minilm() -> Path:
     return Path(importlib.import_module(BI_ENCODER_PACKAGE).__file__).parent / "model"
 
 
+def page_hit(chunk_ids: list[str], row: dict) -> bool:
+    """Whether a chunk is on a page the case expects (``testing#capture-fd/2`` is on ``testing.md``)."""
+    pages = {source.split("#")[0].rsplit(".", 1)[0] for source in row["expected_sources"]}
+    return any(c.split("#")[0] in pages for c in chunk_ids)
+
+
+@torch.no_grad()
+def score(model, tokenizer, cases: list[dict], today: dict, passage) -> dict:
+    """Dev threshold (best refusal F1 over the dev cases, today's other refusals kept) and, per
+    held-out set and pooled, AUC over the cases the margin decides and refusal P / R / F1."""
+
+    def answerability(row: dict) -> float:
+        candidates = [passage(row["corpus"], c) for c in row["retrieved"][:CANDIDATES]]
+        if not candidates:
+            return 0.0
+        enc = tokenizer([row["question"]] * len(candidates), candidates, truncation="only_second", max_length=MAX_TOKENS, padding=True, return_tensors="pt")
+        return float(torch.sigmoid(model(**enc).logits.squeeze(-1)).max())
+
+    def rerank(row: dict) -> list[str]:
+        """The first CANDIDATES retrieved chunks in the cross-encoder's order, the rest as retrieved."""
+        head = row["retrieved"][:CANDIDATES]
+        enc = tokenizer([row["question"]] * len(head), [passage(row["corpus"], c) for c in head], truncation="only_second", max_length=MAX_TOKENS, padding=True, return_tensors="pt")
+        order = torch.argsort(model(**enc).logits.squeeze(-1), descending=True).tolist() if len(head) > 1 else [0]
+        return [head[i] for i in order] + row["retrieved"][CANDIDATES:]
+
+    scored = [(r, answerability(r)) for r in cases]
+    reranked = {r["case_id"]: rerank(r) for r in cases if r["split"] == "heldout" and r["answerable"]}
+    dev = [(r, p) for r, p in scored if r["split"] == "train"]
+    should = [not r["answerable"] for r, _ in dev]
+    other = [refused_elsewhere(today[r["case_id"]]) for r, _ in dev]
+    thresholds = sorted({0.0, *(p + 1e-9 for _, p in dev)})
+    threshold = max(thresholds, key=lambda t: (f1([(s, o or p < t) for s, o, (_, p) in zip(should, other, dev)])["f1"], -t))
+    out: dict = {"dev_threshold": round(threshold, 4), "sets": {}}
+    pooled = []
+    for dataset in sorted({r["source"] for r, _ in scored if r["split"] == "heldout"}):
+        rows = [(r, p) for r, p in scored if r["source"] == dataset]
+        should = [not r["answerable"] for r, _ in rows]
+        other = [refused_elsewhere(today[r["case_id"]]) for r, _ in rows]
+        decided = [(s, -p) for s, o, (_, p) in zip(should, other, rows) if not o]
+        auc = roc_auc_score(*zip(*decided)) if len({s for s, _ in decided}) > 1 else float("nan")
+        decisions = [(s, o or p < threshold) for s, o, (_, p) in zip(should, other, rows)]
+        pooled += decisions
+        answerable = [r for r, _ in rows if r["answerable"]]
+        recall_at_1 = {
+            "page_recall@1_today": round(sum(page_hit(r["retrieved"][:1], r) for r in answerable) / len(answerable), 3),
+            "page_recall@1_reranked": round(sum(page_hit(reranked[r["case_id"]][:1], r) for r in answerable) / len(answerable), 3),
+        }
+        out["sets"][dataset] = {"auc": round(float(auc), 3), **f1(decisions), **recall_at_1}
+    out["pooled"] = f1(pooled)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("examples", type=Path, nargs="+")
     parser.add_argument("--today", type=Path, default=Path("data/reader/today-heldout.jsonl"))
     parser.add_argument("--layers", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--lr", type=float, default=5e-5)
+    parser.add_argument("--curves-out", type=Path, help="per epoch: training loss, dev threshold, held-out AUC and refusal figures (JSON)")
+    parser.add_argument("--save", type=Path, help="write the fine-tuned model here (not shipped: see the decision record)")
     parser.add_argument("--limit", type=int, default=0, help="train on this many pairs only (a smoke test)")
     args = parser.parse_args()
     random.seed(SEED)
     torch.manual_seed(SEED)
     rows = [json.loads(line) for path in args.examples for line in path.read_text(encoding="utf-8").splitlines()]
     today = {c["case_id"]: c for c in map(json.loads, args.today.read_text(encoding="utf-8").splitlines())}
+    expected = {}
+    for source in {r["source"] for r in rows if r["split"] == "heldout"}:
+        for line in (Path("evals") / f"{source}.jsonl").read_text(encoding="utf-8").splitlines():
+            case = json.loads(line)
+            expected[case["id"]] = case.get("expected_sources") or []
+    for row in rows:
+        if row.get("case_id") in expected:
+            row["expected_sources"] = expected[row["case_id"]]
     store = open_store(None)
     texts: dict[tuple[str, str], str] = {}
 
@@ -79,50 +144,46 @@ def main() -> int:
     path = bundled_minilm()
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1, num_hidden_layers=args.layers)
-    optimiser = torch.optim.AdamW(model.parameters(), lr=3e-5)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    steps = args.epochs * -(-len(pairs) // BATCH)
+    schedule = get_linear_schedule_with_warmup(optimiser, steps // 10, steps)
     loss_fn = torch.nn.BCEWithLogitsLoss(pos_weight=torch.tensor(3.0))
-    model.train()
+    cases = [r for r in rows if r.get("case_id") in today]
+    curves: list[dict] = []
+    batches = -(-len(pairs) // BATCH)
+    checkpoints = {round(batches * k / CHECKS_PER_EPOCH) for k in range(1, CHECKS_PER_EPOCH + 1)}
+
+    def check(epoch: float, loss: float | None) -> None:
+        model.eval()
+        point = {"epoch": round(epoch, 2), "train_loss": None if loss is None else round(loss, 4)}
+        point.update(score(model, tokenizer, cases, today, passage))
+        curves.append(point)
+        print(json.dumps(point), flush=True)
+        model.train()
+
+    check(0.0, None)
     for epoch in range(args.epochs):
-        total = 0.0
-        for start in range(0, len(pairs), 16):
-            batch = pairs[start : start + 16]
+        model.train()
+        total, seen = 0.0, 0
+        for number, start in enumerate(range(0, len(pairs), BATCH), 1):
+            batch = pairs[start : start + BATCH]
             enc = tokenizer([b[0] for b in batch], [b[1] for b in batch], truncation="only_second", max_length=MAX_TOKENS, padding=True, return_tensors="pt")
             loss = loss_fn(model(**enc).logits.squeeze(-1), torch.tensor([b[2] for b in batch]))
             loss.backward()
             optimiser.step()
+            schedule.step()
             optimiser.zero_grad()
             total += loss.item() * len(batch)
-        print(f"epoch {epoch + 1}: loss {total / len(pairs):.4f}", flush=True)
+            seen += len(batch)
+            if number in checkpoints:  # the training loss since the last check, then the held-out figures
+                check(epoch + number / batches, total / seen)
+                total, seen = 0.0, 0
     model.eval()
-
-    @torch.no_grad()
-    def answerability(row: dict) -> float:
-        candidates = [passage(row["corpus"], c) for c in row["retrieved"][:CANDIDATES]]
-        if not candidates:
-            return 0.0
-        enc = tokenizer([row["question"]] * len(candidates), candidates, truncation="only_second", max_length=MAX_TOKENS, padding=True, return_tensors="pt")
-        return float(torch.sigmoid(model(**enc).logits.squeeze(-1)).max())
-
-    scored = [(r, answerability(r)) for r in rows if r.get("case_id") in today]
-    dev = [(r, p) for r, p in scored if r["split"] == "train"]
-    should = [not r["answerable"] for r, _ in dev]
-    other = [refused_elsewhere(today[r["case_id"]]) for r, _ in dev]
-    candidates = sorted({0.0, *(p + 1e-9 for _, p in dev)})
-    threshold = max(candidates, key=lambda t: (f1([(s, o or p < t) for s, o, (_, p) in zip(should, other, dev)])["f1"], -t))
-    print(f"dev threshold {threshold:.4f}")
-    pooled = []
-    for dataset in sorted({r["source"] for r, _ in scored if r["split"] == "heldout"}):
-        cases = [(r, p) for r, p in scored if r["source"] == dataset]
-        should = [not r["answerable"] for r, _ in cases]
-        other = [refused_elsewhere(today[r["case_id"]]) for r, _ in cases]
-        decided = [(s, -p) for s, o, (_, p) in zip(should, other, cases) if not o]
-        auc = roc_auc_score(*zip(*decided)) if len({s for s, _ in decided}) > 1 else float("nan")
-        pairs_ = [(s, o or p < threshold) for s, o, (_, p) in zip(should, other, cases)]
-        pooled += pairs_
-        scores = f1(pairs_)
-        print(f"{dataset:22} {len(cases):3}  cross-encoder@dev+other {auc:6.3f} {scores['precision']:6.3f} {scores['recall']:6.3f} {scores['f1']:6.3f}")
-    scores = f1(pooled)
-    print(f"{'all held-out pooled':22} {len(pooled):3}  cross-encoder@dev+other        {scores['precision']:6.3f} {scores['recall']:6.3f} {scores['f1']:6.3f}")
+    if args.save:
+        model.save_pretrained(args.save)
+        tokenizer.save_pretrained(args.save)
+    if args.curves_out:
+        args.curves_out.write_text(json.dumps({"pairs": len(pairs), "positive": int(sum(p[2] for p in pairs)), "layers": args.layers, "lr": args.lr, "seed": SEED, "curves": curves}, indent=1) + "\n", encoding="utf-8")
     return 0
 
 
