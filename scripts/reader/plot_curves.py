@@ -14,9 +14,7 @@ import json
 from pathlib import Path
 
 import matplotlib
-
-matplotlib.use("svg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 matplotlib.rcParams["svg.hashsalt"] = "citedocs"  # the same curves give the same file
 

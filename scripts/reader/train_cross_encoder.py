@@ -102,7 +102,7 @@ def main() -> int:
     parser.add_argument("--layers", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--lr", type=float, default=5e-5)
-    parser.add_argument("--curves-out", type=Path, help="per epoch: training loss, dev threshold, held-out AUC and refusal figures (JSON)")
+    parser.add_argument("--curves-out", type=Path, help="four times an epoch: training loss, dev threshold, held-out AUC, refusal figures and re-ranked page recall@1 (JSON, rewritten at each point)")
     parser.add_argument("--save", type=Path, help="write the fine-tuned model here (not shipped: see the decision record)")
     parser.add_argument("--limit", type=int, default=0, help="train on this many pairs only (a smoke test)")
     args = parser.parse_args()
@@ -145,20 +145,21 @@ def main() -> int:
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1, num_hidden_layers=args.layers)
     optimiser = torch.optim.AdamW(model.parameters(), lr=args.lr)
-    steps = args.epochs * -(-len(pairs) // BATCH)
-    schedule = get_linear_schedule_with_warmup(optimiser, steps // 10, steps)
+    batches = -(-len(pairs) // BATCH)
+    schedule = get_linear_schedule_with_warmup(optimiser, args.epochs * batches // 10, args.epochs * batches)
     loss_fn = torch.nn.BCEWithLogitsLoss(pos_weight=torch.tensor(3.0))
     cases = [r for r in rows if r.get("case_id") in today]
-    curves: list[dict] = []
-    batches = -(-len(pairs) // BATCH)
+    run = {"pairs": len(pairs), "positive": int(sum(p[2] for p in pairs)), "layers": args.layers, "lr": args.lr, "seed": SEED, "epochs": args.epochs, "curves": []}
     checkpoints = {round(batches * k / CHECKS_PER_EPOCH) for k in range(1, CHECKS_PER_EPOCH + 1)}
 
     def check(epoch: float, loss: float | None) -> None:
         model.eval()
         point = {"epoch": round(epoch, 2), "train_loss": None if loss is None else round(loss, 4)}
         point.update(score(model, tokenizer, cases, today, passage))
-        curves.append(point)
+        run["curves"].append(point)
         print(json.dumps(point), flush=True)
+        if args.curves_out:  # after every point, so a run stopped early keeps its curves
+            args.curves_out.write_text(json.dumps(run, indent=1) + "\n", encoding="utf-8")
         model.train()
 
     check(0.0, None)
@@ -182,8 +183,6 @@ def main() -> int:
     if args.save:
         model.save_pretrained(args.save)
         tokenizer.save_pretrained(args.save)
-    if args.curves_out:
-        args.curves_out.write_text(json.dumps({"pairs": len(pairs), "positive": int(sum(p[2] for p in pairs)), "layers": args.layers, "lr": args.lr, "seed": SEED, "curves": curves}, indent=1) + "\n", encoding="utf-8")
     return 0
 
 
