@@ -233,10 +233,11 @@ def test_real_server_requires_keys_and_logs_one_json_line_per_request(tenant_ser
         }
     stderr = log_path.read_text()
     lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
-    requests = [line for line in lines if line["logger"] == "citedocs.request"]
-    assert (requests[-2]["route"], requests[-2]["status"]) == ("/ask", 401)
-    logged = requests[-1]
-    assert logged["route"] == "/ask" and logged["status"] == 200 and logged["tenant"] == "acme"
+    # the /ask lines only: a readiness poll the helper gave up on (1 s) may finish, and log, after them
+    asks = [line for line in lines if line["logger"] == "citedocs.request" and line["route"] == "/ask"]
+    assert [line["status"] for line in asks] == [401, 200]
+    logged = asks[-1]
+    assert logged["tenant"] == "acme"
     assert logged["trace_id"] == answer["trace_id"] and logged["latency_ms"] > 0
 
 
