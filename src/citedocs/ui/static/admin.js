@@ -381,7 +381,7 @@ async function loadCorpora(announce = true) {
     return;
   }
   $("upload-form").hidden = false;
-  $("corpora").replaceChildren(table([_("Corpus"), _("Source"), _("Version"), _("Chunks"), _("Last sync"), _("Next sync"), ""],
+  $("corpora").replaceChildren(table([_("Corpus"), _("Docs source"), _("Version"), _("Chunks"), _("Last sync"), _("Next sync"), ""],
     body.corpora.map((c) => [
       c.name,
       describeSource(c.source),
