@@ -5,7 +5,9 @@ hard negative) is 0, and every passage an unanswerable-by-construction question 
 Fewer layers (``--layers``) and a short window (``MAX_TOKENS``) keep it in the issue's budget; CPU
 torch, fixed seed. A question's answerability is the best score over its first ``CANDIDATES``
 retrieved passages; the refusal threshold is fitted on the dev sets' cases exactly as
-``train_reader.py`` fits the heads', and held-out rows are only scored. Prints the same table rows.
+``train_reader.py`` fits the heads', and held-out rows are only scored. Four times an epoch it prints
+(and with ``--curves-out`` keeps) the training loss, the held-out AUC and refusal figures, and page
+recall@1 with those passages re-ordered by it: the curves ``plot_curves.py`` draws.
 
     CITEDOCS_HOME=DIR python scripts/reader/train_cross_encoder.py data/reader/examples-*.jsonl --layers 3
 """
@@ -18,7 +20,6 @@ import random
 import sys
 from pathlib import Path
 
-import numpy as np
 import torch
 from sklearn.metrics import roc_auc_score
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
@@ -54,22 +55,22 @@ def score(model, tokenizer, cases: list[dict], today: dict, passage) -> dict:
     """Dev threshold (best refusal F1 over the dev cases, today's other refusals kept) and, per
     held-out set and pooled, AUC over the cases the margin decides and refusal P / R / F1."""
 
-    def answerability(row: dict) -> float:
-        candidates = [passage(row["corpus"], c) for c in row["retrieved"][:CANDIDATES]]
-        if not candidates:
-            return 0.0
-        enc = tokenizer([row["question"]] * len(candidates), candidates, truncation="only_second", max_length=MAX_TOKENS, padding=True, return_tensors="pt")
-        return float(torch.sigmoid(model(**enc).logits.squeeze(-1)).max())
+    def logits(row: dict) -> torch.Tensor:
+        """The cross-encoder's score of each of the first CANDIDATES retrieved chunks."""
+        head = [passage(row["corpus"], c) for c in row["retrieved"][:CANDIDATES]]
+        enc = tokenizer([row["question"]] * len(head), head, truncation="only_second", max_length=MAX_TOKENS, padding=True, return_tensors="pt")
+        return model(**enc).logits.reshape(-1)
 
-    def rerank(row: dict) -> list[str]:
-        """The first CANDIDATES retrieved chunks in the cross-encoder's order, the rest as retrieved."""
-        head = row["retrieved"][:CANDIDATES]
-        enc = tokenizer([row["question"]] * len(head), [passage(row["corpus"], c) for c in head], truncation="only_second", max_length=MAX_TOKENS, padding=True, return_tensors="pt")
-        order = torch.argsort(model(**enc).logits.squeeze(-1), descending=True).tolist() if len(head) > 1 else [0]
-        return [head[i] for i in order] + row["retrieved"][CANDIDATES:]
-
-    scored = [(r, answerability(r)) for r in cases]
-    reranked = {r["case_id"]: rerank(r) for r in cases if r["split"] == "heldout" and r["answerable"]}
+    scored, reranked = [], {}
+    for row in cases:
+        if not row["retrieved"]:
+            scored.append((row, 0.0))
+            continue
+        row_logits = logits(row)
+        scored.append((row, float(torch.sigmoid(row_logits).max())))  # answerability: the best candidate
+        if row["split"] == "heldout" and row["answerable"]:  # rerank: the candidates in its order, the rest as retrieved
+            head = row["retrieved"][:CANDIDATES]
+            reranked[row["case_id"]] = [head[i] for i in torch.argsort(row_logits, descending=True).tolist()] + row["retrieved"][CANDIDATES:]
     dev = [(r, p) for r, p in scored if r["split"] == "train"]
     should = [not r["answerable"] for r, _ in dev]
     other = [refused_elsewhere(today[r["case_id"]]) for r, _ in dev]
@@ -164,7 +165,6 @@ def main() -> int:
 
     check(0.0, None)
     for epoch in range(args.epochs):
-        model.train()
         total, seen = 0.0, 0
         for number, start in enumerate(range(0, len(pairs), BATCH), 1):
             batch = pairs[start : start + BATCH]
