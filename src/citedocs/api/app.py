@@ -240,7 +240,7 @@ def create_app(services: Services | None = None) -> FastAPI:
     ) -> dict:
         """The insights' charts as SVG documents (questions per day, refusals by reason), their words in
         ``language`` (a tag such as ``ru``), else in ``Accept-Language``'s, else English."""
-        chosen = choose_language(requested_language(language, request.headers.get("accept-language")), "en")
+        chosen = _words_language(language, request)
         return insights_charts(svc().insights(key.tenant, corpus or None, since, until or None, gaps=False), chosen)
 
     @app.get("/admin/traces", responses=GUARDED)
@@ -341,7 +341,7 @@ def create_app(services: Services | None = None) -> FastAPI:
         @app.get("/ui/messages", include_in_schema=False)
         def ui_messages(request: Request, language: str | None = None) -> JSONResponse:
             """The browser side's strings in `language`, else in `Accept-Language`'s (English: none)."""
-            chosen = choose_language(requested_language(language, request.headers.get("accept-language")), "en")
+            chosen = _words_language(language, request)
             headers = {"Cache-Control": "max-age=3600", "Vary": "Accept-Language"}
             return JSONResponse({"language": chosen, "messages": messages(chosen)}, headers=headers)
 
@@ -375,6 +375,12 @@ def _in_requested_language(body: AskRequest, request: Request) -> AskRequest:
     """The request with the language its `Accept-Language` header asks for, when its body names none."""
     language = requested_language(body.language, request.headers.get("accept-language"))
     return body if language == body.language else body.model_copy(update={"language": language})
+
+
+def _words_language(language: str | None, request: Request) -> str:
+    """The language of citedocs' own words on a page or chart: ``language`` (a query parameter), else
+    ``Accept-Language``'s first that citedocs speaks, else English (there is no question to follow)."""
+    return choose_language(requested_language(language, request.headers.get("accept-language")), "en")
 
 
 def worker_app() -> FastAPI:
